@@ -1,0 +1,69 @@
+# Common helpers for the project's shell tooling; sourced, never run.
+# shellcheck shell=bash
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build}
+VARIANT=${VARIANT:-patched}
+TARBALL=${TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+CLANG=${CLANG:-clang-19}
+LLVM_STRIP=${LLVM_STRIP:-llvm-strip-19}
+JOBS=${JOBS:-$(nproc)}
+
+# Where each variant lives: build/VARIANT/{src,obj,tests}, so that switching
+# variants never throws away another variant's build. The source is always
+# ../src from the object dir: with CCACHE_BASEDIR=$BUILD the compiler command
+# lines are the same for every variant, so unchanged files hit the cache.
+src_dir()  { echo "$BUILD/$1/src"; }
+obj_dir()  { echo "$BUILD/$1/obj"; }
+test_dir() { echo "$BUILD/$1/tests"; }
+
+die() { echo "error: $*" >&2; exit 1; }
+
+check_variant() {
+	case "$1" in
+	upstream|baseline|patched) ;;
+	*) die "unknown variant '$1' (pick upstream, baseline or patched)" ;;
+	esac
+}
+
+# The patch layers a variant is made of, applied in this order.
+variant_layers() {
+	case "$1" in
+	upstream) ;;
+	baseline) echo "$ROOT/kernel/baseline" ;;
+	patched) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
+	esac
+}
+
+# Print the patch files of a layer in series order (comments and blanks skipped).
+layer_patches() {
+	local layer=$1 p
+	[ -f "$layer/series" ] || return 0
+	while read -r p _; do
+		case "$p" in ''|'#'*) continue ;; esac
+		[ -f "$layer/$p" ] || die "$layer/series names $p, which does not exist"
+		echo "$layer/$p"
+	done < "$layer/series"
+}
+
+# need TOOL PACKAGE: fail early, naming the Debian package that provides TOOL.
+need() {
+	command -v "$1" >/dev/null 2>&1 ||
+		die "'$1' not found: install the Debian package '$2' (apt-get install $2)"
+}
+
+# stage NAME CMD...: a one-line header, the command, then how long it took.
+stage() {
+	local name=$1 start rc
+	shift
+	echo "==> [$VARIANT] $name"
+	start=$(date +%s)
+	rc=0
+	"$@" || rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "<== [$VARIANT] $name: $(( $(date +%s) - start ))s"
+	else
+		echo "<== [$VARIANT] $name: FAILED after $(( $(date +%s) - start ))s"
+	fi
+	return $rc
+}
