@@ -1,0 +1,43 @@
+# Entry points. Everything is built under build/ (ignored by git).
+#
+#   make demo     build a kernel, boot it in QEMU, show kptrs at work
+#   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
+#
+# VARIANT picks the kernel for the single-variant targets:
+#   upstream  pristine Debian linux-source-6.1 (has upstream's kptrs)
+#   baseline  6.1 with upstream's kptr feature removed (kernel/baseline)
+#   patched   baseline plus our series (kernel/patches), the default
+
+VARIANT ?= patched
+# Our series is not written yet, so the demo runs on upstream's kptrs.
+DEMO_VARIANT ?= upstream
+# Kernels to test; empty means every kernel named in tests/matrix.
+KERNELS ?=
+
+.PHONY: help deps demo check prepare kernel tests clean distclean
+help:
+	@sed -n 's/^#   //p' Makefile
+
+deps:
+	scripts/install-deps.sh
+
+demo:
+	scripts/demo.sh $(DEMO_VARIANT)
+
+check:
+	scripts/check.sh $(KERNELS)
+
+prepare:
+	scripts/prepare-tree.sh $(VARIANT)
+
+kernel:
+	scripts/build-kernel.sh $(VARIANT)
+
+tests: kernel
+	scripts/build-tests.sh $(VARIANT)
+
+clean:
+	rm -rf build/*/obj build/*/tests build/runs
+
+distclean:
+	rm -rf build
