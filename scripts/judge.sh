@@ -62,6 +62,9 @@ BEGIN {
 		if (line !~ /^#/ && line != "") xre[++nre] = line
 }
 /^Summary: / { summary = 1 }
+# test_progs prints the output of failed tests again after this line
+/^All error logs:$/ { repeat = 1 }
+repeat { next }
 $0 ~ cases {
 	line = $0
 	if (kind == "test_verifier") {
