@@ -2,6 +2,7 @@
 #
 #   make demo     build a kernel, boot it in QEMU, show kptrs at work
 #   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
+#   make check-series LAYER=patches|baseline   every prefix builds, checkpatch clean
 #
 # VARIANT picks the kernel for the single-variant targets:
 #   upstream  pristine Debian linux-source-6.1 (has upstream's kptrs)
@@ -14,7 +15,9 @@ DEMO_VARIANT ?= upstream
 # Kernels to test; empty means every kernel named in tests/matrix.
 KERNELS ?=
 
-.PHONY: help deps demo check prepare kernel tests clean distclean
+LAYER ?= patches
+
+.PHONY: help deps demo check check-series prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -26,6 +29,9 @@ demo:
 
 check:
 	scripts/check.sh $(KERNELS)
+
+check-series:
+	scripts/check-series.sh $(LAYER)
 
 prepare:
 	scripts/prepare-tree.sh $(VARIANT)

@@ -8,7 +8,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VARIANT=${1:-$VARIANT}
-check_variant "$VARIANT"
+# KERNEL_SRC/KERNEL_OBJ: build an already prepared tree instead (check-series.sh)
+[ -n "${KERNEL_SRC:-}" ] || check_variant "$VARIANT"
 for t in gcc:gcc make:make flex:flex bison:bison bc:bc pahole:pahole \
 	 ccache:ccache perl:perl; do
 	need "${t%%:*}" "${t#*:}"
@@ -16,8 +17,8 @@ done
 [ -f /usr/include/libelf.h ] || die "libelf.h missing: apt-get install libelf-dev"
 [ -f /usr/include/openssl/ssl.h ] || die "openssl headers missing: apt-get install libssl-dev"
 
-SRC=$(src_dir "$VARIANT")
-OBJ=$(obj_dir "$VARIANT")
+SRC=${KERNEL_SRC:-$(src_dir "$VARIANT")}
+OBJ=${KERNEL_OBJ:-$(obj_dir "$VARIANT")}
 FRAGMENTS=("$ROOT"/kernel/config/kptr.config)
 [ -n "${EXTRA_CONFIG:-}" ] && FRAGMENTS+=("$EXTRA_CONFIG")
 
@@ -49,7 +50,7 @@ make_config() {
 
 main() {
 	local stamp
-	"$ROOT/scripts/prepare-tree.sh" "$VARIANT"
+	[ -n "${KERNEL_SRC:-}" ] || "$ROOT/scripts/prepare-tree.sh" "$VARIANT"
 	ccache -M 20G >/dev/null
 	stamp=$(cat "${FRAGMENTS[@]}" | sha256sum | cut -d' ' -f1)
 	if [ ! -f "$OBJ/.config" ] || [ "$(cat "$OBJ/.config-stamp" 2>/dev/null)" != "$stamp" ]; then
