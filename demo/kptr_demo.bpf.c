@@ -12,6 +12,12 @@
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 
+/* libbpf's spelling of the tags; a tree without kptrs lacks the macros. */
+#ifndef __kptr
+#define __kptr __attribute__((btf_type_tag("kptr")))
+#define __kptr_ref __attribute__((btf_type_tag("kptr_ref")))
+#endif
+
 struct cache_entry {
 	struct prog_test_ref_kfunc __kptr *seen;	/* unreferenced */
 	struct prog_test_ref_kfunc __kptr_ref *owned;	/* referenced */

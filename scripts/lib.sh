@@ -58,8 +58,12 @@ stage() {
 	shift
 	echo "==> [$VARIANT] $name"
 	start=$(date +%s)
-	rc=0
-	"$@" || rc=$?
+	# A subshell with errexit of its own: with "cmd || rc=$?" bash would
+	# ignore set -e inside cmd and carry on past a failing step.
+	set +e
+	(set -e; "$@")
+	rc=$?
+	set -e
 	if [ $rc -eq 0 ]; then
 		echo "<== [$VARIANT] $name: $(( $(date +%s) - start ))s"
 	else
