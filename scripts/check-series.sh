@@ -48,7 +48,7 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 		build="BUILD FAILED (build/bisect/build-$n.log)"
 		bad=1
 	fi
-	cp=$("$SRC/scripts/checkpatch.pl" --strict --no-tree -q "$p" 2>&1 | tail -1 || true)
+	cp=$(cd "$SRC" && scripts/checkpatch.pl --strict -q "$p" 2>&1 | grep "^total:" || true)
 	errors=$(echo "$cp" | sed -n 's/^total: \([0-9]*\) errors.*/\1/p')
 	[ "${errors:-0}" -eq 0 ] || bad=1
 	echo "$name: $build; checkpatch: ${cp:-clean}"
