@@ -8,7 +8,8 @@
 # EXPECT  pass: every case must pass (or skip);
 #         fail: every case must fail (the baseline kernel must reject it);
 #         fail:@LIST: cases whose name matches one of the regexes in
-#         tests/expected-failures/LIST must fail, all others pass.
+#         tests/expected-failures/LIST must fail, all others pass;
+#         pass:@LIST: the other way round (listed cases pass, others fail).
 # KNOWN   file of cases known to fail for a documented reason, one per line:
 #         "NAME<TAB>reason". They count as skipped; one that passes is an error,
 #         so the list cannot go stale.
@@ -21,10 +22,10 @@ KIND=$1 LOG=$2 EXPECT=$3 KNOWN=${4:-/dev/null}
 [ -f "$KNOWN" ] || KNOWN=/dev/null
 XFAIL=/dev/null
 case "$EXPECT" in
-fail:@*)
-	XFAIL=$(cd "$(dirname "$0")/.." && pwd)/tests/expected-failures/${EXPECT#fail:@}
+fail:@*|pass:@*)
+	XFAIL=$(cd "$(dirname "$0")/.." && pwd)/tests/expected-failures/${EXPECT#*:@}
 	[ -f "$XFAIL" ] || { echo "judge: no list $XFAIL" >&2; exit 2; }
-	EXPECT=mixed ;;
+	EXPECT=${EXPECT%%:*}-listed ;;
 pass|fail) ;;
 *) echo "judge: unknown expectation $EXPECT" >&2; exit 2 ;;
 esac
@@ -83,14 +84,15 @@ $0 ~ cases {
 	}
 	judge(name, res)
 }
-function xfailed(name,   i) {
+function listed(name,   i) {
 	for (i = 1; i <= nre; i++) if (name ~ xre[i]) return 1
 	return 0
 }
 function judge(name, res,   want) {
 	if (res == "SKIP") { skipped++; return }
 	want = mode
-	if (mode == "mixed") want = xfailed(name) ? "fail" : "pass"
+	if (mode == "fail-listed") want = listed(name) ? "fail" : "pass"
+	if (mode == "pass-listed") want = listed(name) ? "pass" : "fail"
 	if (name in isknown) {
 		seenknown[name] = 1
 		if (res == "FAIL") { skipped++; return }
