@@ -16,7 +16,7 @@ patches) below=("$ROOT/kernel/baseline") ;;
 *) die "unknown layer '$LAYER' (baseline or patches)" ;;
 esac
 SRC=$BUILD/bisect/src OBJ=$BUILD/bisect/obj
-VARIANT=bisect
+export VARIANT=bisect
 "$ROOT/scripts/prepare-tree.sh" upstream >/dev/null	# makes sure build/linux exists
 if [ ! -e "$SRC/.git" ]; then
 	mkdir -p "$BUILD/bisect"
