@@ -50,7 +50,7 @@ build_test_verifier() {
 }
 
 build_test_progs() {
-	local s t objs=() hdr=$OUT/runner/prog_tests/tests.h
+	local s t skel objs=() hdr=$OUT/runner/prog_tests/tests.h
 	local cflags=(-g -O0 -rdynamic -Wall -Werror -DHAVE_GENHDR
 		-I"$SELFTESTS" -I"$OUT/tools/include" -I"$SRC/include/generated"
 		-I"$SRC/tools/lib" -I"$SRC/tools/include" -I"$SRC/tools/include/uapi"
@@ -66,8 +66,7 @@ build_test_progs() {
 			sed -n -E 's/^void (serial_)?test_([a-zA-Z0-9_]+)\((void)?\).*/DEFINE_TEST(\2)/p' \
 				"$SELFTESTS/prog_tests/$t.c"
 		done | sort
-	} > "$hdr.new"
-	cmp -s "$hdr.new" "$hdr" && rm "$hdr.new" || mv "$hdr.new" "$hdr"
+	} > "$hdr"
 	# test_progs.c includes <prog_tests/tests.h>; the selftests Makefile
 	# writes the full list into the source dir, so ours must come first.
 	objs+=("$OUT/runner/test_progs.o")
