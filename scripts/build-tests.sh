@@ -89,7 +89,8 @@ build_test_progs() {
 
 # The project's own guest programs (demo/, tests/guest/): NAME.bpf.c with a
 # libbpf skeleton plus a NAME.c loader, built against the same vmlinux.h,
-# libbpf and bpftool as the selftests. Each becomes $OUT/NAME.
+# libbpf and bpftool as the selftests, or a NAME.c alone. Each becomes
+# $OUT/NAME.
 build_guest_programs() {
 	local inc=$OUT/tools/include bpftool=$OUT/tools/sbin/bpftool bpf name
 	"${STMAKE[@]}" "$bpftool" "$inc/vmlinux.h"
@@ -101,7 +102,15 @@ build_guest_programs() {
 		"$bpftool" gen skeleton "$OUT/guest/$name.bpf.o" name "$name" \
 			> "$OUT/guest/$name.skel.h"
 		gcc -g -O2 -Wall -Werror -I"$OUT/guest" -I"$inc" "${bpf%.bpf.c}.c" \
-			"$OUT/tools/build/libbpf/libbpf.a" -lelf -lz -o "$OUT/$name"
+			"$OUT/tools/build/libbpf/libbpf.a" -lelf -lz -lpthread -o "$OUT/$name"
+	done
+	# Loaders with no BPF C of their own (raw instructions, BTF blobs).
+	for c in "$ROOT"/tests/guest/*.c; do
+		case "$c" in *.bpf.c) continue ;; esac
+		[ -f "${c%.c}.bpf.c" ] && continue
+		name=$(basename "$c" .c)
+		gcc -g -O2 -Wall -Werror -I"$inc" "$c" \
+			"$OUT/tools/build/libbpf/libbpf.a" -lelf -lz -lpthread -o "$OUT/$name"
 	done
 }
 

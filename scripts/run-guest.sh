@@ -6,7 +6,9 @@
 #   run-guest.sh KERNEL_VARIANT RUN_DIR PLAN [TEST_VARIANT...]
 #
 # PLAN is a shell fragment of run_suite lines (see guest/init); test binaries
-# of TEST_VARIANT are in the guest at /tests/TEST_VARIANT. Afterwards RUN_DIR
+# of TEST_VARIANT are in the guest at /tests/TEST_VARIANT. A TEST_VARIANT
+# given as an absolute path is a directory of binaries of its own, put at
+# /tests/$(basename DIR) (for programs under development). Afterwards RUN_DIR
 # holds console.log, channel.log, one NAME.log and NAME.rc per suite, and
 # verdict (the guest's exit code). Exit status: 0 when the guest reported a
 # verdict and the console shows no kernel splat; the suites' own results are
@@ -32,7 +34,7 @@ GUEST_MEM=${GUEST_MEM:-2048}
 SPLAT='Kernel panic|BUG:|Oops|WARNING:|cut here|general protection fault|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|INFO: rcu_|INFO: task .* blocked|refcount_t: |Call Trace:'
 
 make_initramfs() {
-	local stage=$RUN/initramfs t lib
+	local stage=$RUN/initramfs t dir lib
 	rm -rf "$stage"
 	mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp,lib,lib64,tests,etc}
 	cp "$BUSYBOX" "$stage/bin/busybox"
@@ -40,10 +42,14 @@ make_initramfs() {
 	cp "$ROOT/guest/init" "$stage/init"
 	cp "$PLAN" "$stage/plan.sh"
 	for t in "$@"; do
+		case "$t" in
+		/*) dir=$t t=$(basename "$t") ;;
+		*) dir=$(test_dir "$t") ;;
+		esac
 		mkdir -p "$stage/tests/$t"
 		# Everything a runner opens at run time sits beside it: the
 		# binaries and BPF objects, not the build's scratch dirs.
-		find "$(test_dir "$t")" -maxdepth 1 -type f \
+		find "$dir" -maxdepth 1 -type f \
 			\( -perm -u+x -o -name '*.bpf.o' \) \
 			-exec cp {} "$stage/tests/$t/" \;
 	done
