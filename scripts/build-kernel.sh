@@ -2,8 +2,8 @@
 # Build build/obj/VARIANT/arch/x86/boot/bzImage (and vmlinux, whose BTF the
 # tests compile against) from the variant's prepared tree.
 #
-# Config: allnoconfig plus kernel/config/*.config fragments, redone only when
-# a fragment changed. Every requested option must survive olddefconfig.
+# Config: allnoconfig plus the variant's kernel/config/*.config fragments
+# (variant_configs), redone only when a fragment changed. Every requested option must survive olddefconfig.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,7 +19,7 @@ done
 
 SRC=${KERNEL_SRC:-$(src_dir "$VARIANT")}
 OBJ=${KERNEL_OBJ:-$(obj_dir "$VARIANT")}
-FRAGMENTS=("$ROOT"/kernel/config/kptr.config)
+mapfile -t FRAGMENTS < <(variant_configs "$VARIANT")
 [ -n "${EXTRA_CONFIG:-}" ] && FRAGMENTS+=("$EXTRA_CONFIG")
 
 # Fixed build identity so that ccache hits across variants and rebuilds.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: build a kernel, boot it in QEMU and run demo/kptr_demo, which
-# stores, exchanges and releases kptrs and prints each step.
+# The main job: build a kernel, boot it in QEMU and run the demos:
+#   kptr_demo   stores, exchanges and releases kptrs, printing each step
+#   kptr_tasks  caches the tasks a process forks, from scheduler tracepoints,
+#               and releases them on exit and on map free
 #
 #   demo.sh [VARIANT]
 set -euo pipefail
@@ -13,15 +15,22 @@ export VARIANT
 
 "$ROOT/scripts/build-kernel.sh" "$VARIANT"
 "$ROOT/scripts/build-tests.sh" "$VARIANT"
+DEMOS="kptr_demo kptr_tasks"
 mkdir -p "$RUN"
-echo "run_suite kptr_demo /tests/$VARIANT ./kptr_demo" > "$RUN/plan.sh"
+for d in $DEMOS; do
+	echo "run_suite $d /tests/$VARIANT ./$d"
+done > "$RUN/plan.sh"
 guest_ok=0
 "$ROOT/scripts/run-guest.sh" "$VARIANT" "$RUN" "$RUN/plan.sh" "$VARIANT" || guest_ok=$?
-echo
-cat "$RUN/kptr_demo.log" 2>/dev/null || true
-if [ "$(cat "$RUN/kptr_demo.rc" 2>/dev/null)" != 0 ]; then
-	echo "--- the demo failed; its stderr (libbpf and verifier log):"
-	tail -40 "$RUN/kptr_demo.stderr.log" 2>/dev/null || true
-	exit 1
-fi
+failed=0
+for d in $DEMOS; do
+	echo
+	cat "$RUN/$d.log" 2>/dev/null || true
+	if [ "$(cat "$RUN/$d.rc" 2>/dev/null)" != 0 ]; then
+		echo "--- $d failed; its stderr (libbpf and verifier log):"
+		tail -40 "$RUN/$d.stderr.log" 2>/dev/null || true
+		failed=1
+	fi
+done
+[ $failed -eq 0 ] || exit 1
 exit $guest_ok

@@ -21,8 +21,8 @@ die() { echo "error: $*" >&2; exit 1; }
 
 check_variant() {
 	case "$1" in
-	upstream|baseline|patched) ;;
-	*) die "unknown variant '$1' (pick upstream, baseline or patched)" ;;
+	upstream|baseline|patched|debug) ;;
+	*) die "unknown variant '$1' (pick upstream, baseline, patched or debug)" ;;
 	esac
 }
 
@@ -31,8 +31,15 @@ variant_layers() {
 	case "$1" in
 	upstream) ;;
 	baseline) echo "$ROOT/kernel/baseline" ;;
-	patched) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
+	patched|debug) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
 	esac
+}
+
+# Config fragments of a variant, on top of allnoconfig: debug is the patched
+# tree with the kernel's memory, lock and RCU checkers on.
+variant_configs() {
+	echo "$ROOT/kernel/config/kptr.config"
+	[ "$1" != debug ] || echo "$ROOT/kernel/config/debug.config"
 }
 
 # Print the patch files of a layer in series order (comments and blanks skipped).

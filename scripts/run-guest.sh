@@ -18,14 +18,15 @@ set -euo pipefail
 
 VARIANT=$1 RUN=$2 PLAN=$3
 shift 3
-check_variant "$VARIANT"
+# KERNEL_IMAGE: boot this bzImage instead of the variant's (bug injections)
+[ -n "${KERNEL_IMAGE:-}" ] || check_variant "$VARIANT"
 need qemu-system-x86_64 qemu-system-x86
 need cpio cpio
 need gzip gzip
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 [ -x "$BUSYBOX" ] && "$BUSYBOX" --list | grep -qx stty ||
 	die "$BUSYBOX missing or incomplete: apt-get install busybox-static"
-KERNEL=$(obj_dir "$VARIANT")/arch/x86/boot/bzImage
+KERNEL=${KERNEL_IMAGE:-$(obj_dir "$VARIANT")/arch/x86/boot/bzImage}
 [ -f "$KERNEL" ] || die "$KERNEL missing: build the $VARIANT kernel first"
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400}
 GUEST_MEM=${GUEST_MEM:-2048}

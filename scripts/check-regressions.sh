@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Show that each regression test of prog_tests/kptr_regress.c catches its bug:
+# for every tests/bug-injections/NAME.patch, build our patched kernel with
+# that bug put back, boot it, run the subtests the patch names and require
+# them to FAIL. Ends with a table; exit status 0 only if every injected bug
+# was caught.
+#
+#   check-regressions.sh [NAME...]     (default: every injection)
+#
+# The patched kernel and its tests must be built (make tests). Each
+# injection's kernel is an incremental build of build/inject/obj.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+INJ=$ROOT/tests/bug-injections
+SRC=$BUILD/inject/src
+OBJ=$BUILD/inject/obj
+RUNS=$BUILD/runs/regressions-$(date +%Y%m%d-%H%M%S)
+PATCHED=$(src_dir patched)
+[ -x "$(test_dir patched)/test_progs" ] || die "build the patched tests first: make tests"
+
+names=("$@")
+[ ${#names[@]} -gt 0 ] || mapfile -t names < <(cd "$INJ" && ls *.patch | sed 's/\.patch$//')
+
+# A worktree of the patched tree, reset to it before each injection.
+if [ ! -d "$SRC" ]; then
+	git -C "$BUILD/linux" worktree add --detach "$SRC" "$(git -C "$PATCHED" rev-parse HEAD)" >/dev/null
+fi
+
+results=()
+caught_all=0
+for n in "${names[@]}"; do
+	patch=$INJ/$n.patch
+	[ -f "$patch" ] || die "no injection $patch"
+	# The subtests that must catch this bug, from the patch's "Caught-by:" line
+	tests=$(sed -n 's/^Caught-by: *//p' "$patch" | head -1)
+	[ -n "$tests" ] || die "$patch names no Caught-by: subtests"
+	git -C "$SRC" reset -q --hard "$(git -C "$PATCHED" rev-parse HEAD)"
+	git -C "$SRC" apply "$patch" || die "$n does not apply to the patched tree"
+	KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ VARIANT=inject-$n "$ROOT/scripts/build-kernel.sh"
+	run=$RUNS/$n
+	mkdir -p "$run"
+	echo "run_suite regress /tests/patched ./test_progs -t $tests" > "$run/plan.sh"
+	# a splat counts as caught too, so the guest's own status is not used
+	KERNEL_IMAGE=$OBJ/arch/x86/boot/bzImage GUEST_CMDLINE="${INJECT_CMDLINE:-}" \
+		VARIANT=inject-$n "$ROOT/scripts/run-guest.sh" inject "$run" "$run/plan.sh" patched || true
+	rc=$(cat "$run/regress.rc" 2>/dev/null || echo none)
+	splat=$(grep -Ec 'BUG:|WARNING:|KASAN|Oops|refcount_t:' "$run/console.log" || true)
+	if [ "$rc" != 0 ] || [ "$splat" -gt 0 ]; then
+		verdict=caught
+	else
+		verdict=MISSED
+		caught_all=1
+	fi
+	fails=$(grep -c '^#[0-9/]* .*:FAIL' "$run/regress.log" 2>/dev/null || true)
+	results+=("$(printf '%-28s %-40s rc=%-4s failed=%-3s splats=%-3s %s' \
+		"$n" "$tests" "$rc" "$fails" "$splat" "$verdict")")
+done
+git -C "$SRC" reset -q --hard "$(git -C "$PATCHED" rev-parse HEAD)"
+
+echo
+echo "bug injections (each must be caught):"
+printf '  %s\n' "${results[@]}"
+echo "runs: $RUNS"
+exit $caught_all
