@@ -3,6 +3,7 @@
 #   make demo     build a kernel, boot it in QEMU, show kptrs at work
 #   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
 #   make check-series LAYER=patches|baseline   every prefix builds, checkpatch clean
+#   make bench    kptr benchmarks on patched and upstream (BENCH_KERNELS), build/bench/
 #
 # VARIANT picks the kernel for the single-variant targets:
 #   upstream  pristine Debian linux-source-6.1 (has upstream's kptrs)
@@ -17,7 +18,7 @@ KERNELS ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo check check-series prepare kernel tests clean distclean
+.PHONY: help deps demo bench check check-series prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -32,6 +33,9 @@ check:
 
 check-series:
 	scripts/check-series.sh $(LAYER)
+
+bench:
+	scripts/bench.sh
 
 prepare:
 	scripts/prepare-tree.sh $(VARIANT)

@@ -10,6 +10,7 @@ PACKAGES=(
 	clang-19 llvm-19 lld-19			# BPF C with type-tag BTF
 	qemu-system-x86 busybox-static		# the guest
 	python3
+	gnuplot-nox				# make bench: the chart
 )
 if [ "$(id -u)" -ne 0 ]; then
 	echo "run as root (or: sudo $0)" >&2
