@@ -3,6 +3,8 @@
 #   build/VARIANT/tests/test_verifier   the tree's own verifier test tables
 #   build/VARIANT/tests/test_progs       test_progs.c linked with only the
 #                                       prog_tests named in CTESTS
+#   build/VARIANT/tests/bpf_testmod.ko   the tree's selftests module, which
+#                                       test_progs loads from its cwd
 #   build/VARIANT/tests/NAME             the project's guest programs
 #                                       (demo/, tests/guest/)
 #
@@ -11,6 +13,9 @@
 # are compiled here, so nothing else of test_progs' ~600 programs is built.
 #
 # CTESTS: prog_tests file names (without .c); default from tests/ctests.VARIANT
+# (the debug variant uses tests/ctests.patched)
+# KERNEL_SRC/KERNEL_OBJ/TESTS_OUT: build from another prepared tree and its
+# kernel build into another dir (work in progress in a worktree of its own).
 # The kernel variant must be built first (its vmlinux supplies the BTF).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -23,13 +28,17 @@ need "$LLVM_STRIP" llvm-19
 need rsync rsync
 [ -f /usr/include/zlib.h ] || die "zlib.h missing: apt-get install zlib1g-dev"
 
-SRC=$(src_dir "$VARIANT")
+SRC=${KERNEL_SRC:-$(src_dir "$VARIANT")}
 SELFTESTS=$SRC/tools/testing/selftests/bpf
-OUT=$(test_dir "$VARIANT")
-VMLINUX=$(obj_dir "$VARIANT")/vmlinux
+OUT=${TESTS_OUT:-$(test_dir "$VARIANT")}
+KOBJ=${KERNEL_OBJ:-$(obj_dir "$VARIANT")}
+VMLINUX=$KOBJ/vmlinux
 [ -f "$VMLINUX" ] || die "$VMLINUX missing: build the $VARIANT kernel first"
 if [ -z "${CTESTS+x}" ]; then
-	CTESTS=$(grep -v '^#' "$ROOT/tests/ctests.$VARIANT" 2>/dev/null || true)
+	# debug is the patched tree under the kernel's checkers: same tests
+	list=$ROOT/tests/ctests.$VARIANT
+	[ "$VARIANT" != debug ] || list=$ROOT/tests/ctests.patched
+	CTESTS=$(grep -v '^#' "$list" 2>/dev/null || true)
 fi
 
 STMAKE=(make -C "$SELFTESTS" -s -j"$JOBS" OUTPUT="$OUT" VMLINUX_BTF="$VMLINUX"
@@ -87,6 +96,31 @@ build_test_progs() {
 		-o "$OUT/test_progs"
 }
 
+# bpf_testmod.ko: an external module of the kernel build that boots ($KOBJ),
+# so its BTF is split BTF on top of that vmlinux. Built from a copy of the
+# tree's bpf_testmod/ (each variant has its own), so that no build output
+# lands in the source tree. `make bzImage` writes neither scripts/module.lds
+# (modules_prepare adds it) nor Module.symvers, the exports modpost checks
+# the module against: with no modules in the config, `make modules` would
+# write just vmlinux.symvers there. make runs in the obj dir, whose Makefile
+# names the kernel tree it was built from, with build-kernel.sh's variables.
+# Always built afresh: the module's BTF refers to vmlinux BTF type ids, which
+# may differ between two vmlinux links (pahole -j), so a module is only good
+# for the kernel build it was made against, and kbuild would not relink it
+# for a new vmlinux.
+build_testmod() {
+	local mod=$OUT/bpf_testmod
+	local kmake=(make -C "$KOBJ" -j"$JOBS" CC="ccache gcc" HOSTCC="ccache gcc")
+	[ -f "$KOBJ/vmlinux.symvers" ] || die "$KOBJ/vmlinux.symvers missing: build the kernel first"
+	[ -f "$KOBJ/scripts/module.lds" ] || "${kmake[@]}" -s modules_prepare
+	cmp -s "$KOBJ/vmlinux.symvers" "$KOBJ/Module.symvers" ||
+		cp "$KOBJ/vmlinux.symvers" "$KOBJ/Module.symvers"
+	rm -rf "$mod"
+	rsync -a "$SELFTESTS/bpf_testmod/" "$mod/"
+	"${kmake[@]}" -s M="$mod" modules
+	cp "$mod/bpf_testmod.ko" "$OUT/bpf_testmod.ko"
+}
+
 # The project's own guest programs (demo/, tests/guest/): NAME.bpf.c with a
 # libbpf skeleton plus a NAME.c loader, built against the same vmlinux.h,
 # libbpf and bpftool as the selftests, or a NAME.c alone. Each becomes
@@ -114,10 +148,17 @@ build_guest_programs() {
 	done
 }
 
+# MODULE_ONLY=1: only bpf_testmod.ko, into a copy of another kernel build's
+# tests (check-regressions.sh gives each injected kernel its own module).
+if [ -n "${MODULE_ONLY:-}" ]; then
+	stage "build bpf_testmod.ko" build_testmod
+	exit 0
+fi
 stage "build test_verifier" build_test_verifier
 stage "build guest programs" build_guest_programs
 if [ -n "$CTESTS" ]; then
 	stage "build test_progs ($(echo $CTESTS))" build_test_progs
+	stage "build bpf_testmod.ko" build_testmod
 else
-	rm -f "$OUT/test_progs"
+	rm -f "$OUT/test_progs" "$OUT/bpf_testmod.ko"
 fi

@@ -24,7 +24,9 @@ need qemu-system-x86_64 qemu-system-x86
 need cpio cpio
 need gzip gzip
 BUSYBOX=${BUSYBOX:-/bin/busybox}
-[ -x "$BUSYBOX" ] && "$BUSYBOX" --list | grep -qx stty ||
+# grep reads the whole list: with -q it could exit first, and pipefail
+# would see busybox die of SIGPIPE
+[ -x "$BUSYBOX" ] && "$BUSYBOX" --list | grep -x stty >/dev/null ||
 	die "$BUSYBOX missing or incomplete: apt-get install busybox-static"
 KERNEL=${KERNEL_IMAGE:-$(obj_dir "$VARIANT")/arch/x86/boot/bzImage}
 [ -f "$KERNEL" ] || die "$KERNEL missing: build the $VARIANT kernel first"
@@ -49,9 +51,10 @@ make_initramfs() {
 		esac
 		mkdir -p "$stage/tests/$t"
 		# Everything a runner opens at run time sits beside it: the
-		# binaries and BPF objects, not the build's scratch dirs.
+		# binaries, BPF objects and bpf_testmod.ko (test_progs loads
+		# it from its cwd), not the build's scratch dirs.
 		find "$dir" -maxdepth 1 -type f \
-			\( -perm -u+x -o -name '*.bpf.o' \) \
+			\( -perm -u+x -o -name '*.bpf.o' -o -name '*.ko' \) \
 			-exec cp {} "$stage/tests/$t/" \;
 	done
 	# Shared libraries of every binary, at the paths the loader expects.
@@ -68,8 +71,10 @@ boot() {
 	local rc=0
 	: > "$RUN/console.log"
 	: > "$RUN/channel.log"
+	# Two sockets of one core: without ACPI the kernel finds CPUs in the
+	# MP table, where QEMU lists only the first core of a socket.
 	timeout --foreground -k 10 "$GUEST_TIMEOUT" \
-		qemu-system-x86_64 -cpu max -smp 2 -m "$GUEST_MEM" -no-reboot \
+		qemu-system-x86_64 -cpu max -smp 2,sockets=2,cores=1 -m "$GUEST_MEM" -no-reboot \
 		-display none -monitor none -nodefaults \
 		-serial "file:$RUN/console.log" -serial "file:$RUN/channel.log" \
 		-kernel "$KERNEL" -initrd "$RUN/initramfs.cpio.gz" \
