@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Show that each regression test of prog_tests/kptr_regress.c catches its bug:
-# for every tests/bug-injections/NAME.patch, build our patched kernel with
-# that bug put back, boot it, run the subtests the patch names and require
-# them to FAIL. Ends with a table; exit status 0 only if every injected bug
-# was caught.
+# Show that each regression test catches its bug: for every
+# tests/bug-injections/NAME.patch, build our patched kernel with that bug put
+# back, boot it, run the subtests the patch names and require them to FAIL
+# (or the kernel to report the bug). Injections under kasan/ are bugs only a
+# memory checker sees: their kernel gets the debug variant's config (KASAN,
+# kmemleak, lockdep). Ends with a table; exit status 0 only if every injected
+# bug was caught.
 #
-#   check-regressions.sh [NAME...]     (default: every injection)
+#   check-regressions.sh [NAME...]     (default: every injection, kasan/ too)
 #
 # The patched kernel and its tests must be built (make tests). Each
-# injection's kernel is an incremental build of build/inject/obj.
+# injection's kernel is an incremental build of build/inject/obj, or of
+# build/inject/obj-debug for kasan/ ones.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -20,7 +23,7 @@ PATCHED=$(src_dir patched)
 [ -x "$(test_dir patched)/test_progs" ] || die "build the patched tests first: make tests"
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || mapfile -t names < <(cd "$INJ" && ls *.patch | sed 's/\.patch$//')
+[ ${#names[@]} -gt 0 ] || mapfile -t names < <(cd "$INJ" && ls *.patch kasan/*.patch | sed 's/\.patch$//')
 
 # A worktree of the patched tree, reset to it before each injection.
 if [ ! -d "$SRC" ]; then
@@ -37,13 +40,25 @@ for n in "${names[@]}"; do
 	[ -n "$tests" ] || die "$patch names no Caught-by: subtests"
 	git -C "$SRC" reset -q --hard "$(git -C "$PATCHED" rev-parse HEAD)"
 	git -C "$SRC" apply "$patch" || die "$n does not apply to the patched tree"
-	KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ VARIANT=inject-$n "$ROOT/scripts/build-kernel.sh"
+	# the variant named to build-kernel.sh only picks the config
+	config=patched obj=$OBJ
+	case "$n" in kasan/*) config=debug obj=$OBJ-debug ;; esac
+	KERNEL_SRC=$SRC KERNEL_OBJ=$obj "$ROOT/scripts/build-kernel.sh" "$config"
+	# The patched tests, with a bpf_testmod.ko of this kernel build: a
+	# module's BTF only fits the vmlinux it was built against. The dir's
+	# name puts them at /tests/patched in the guest.
+	tests_dir=$obj-tests/patched
+	mkdir -p "$tests_dir"
+	rsync -a --delete "$(test_dir patched)/" "$tests_dir/"
+	KERNEL_SRC=$SRC KERNEL_OBJ=$obj TESTS_OUT=$tests_dir MODULE_ONLY=1 \
+		"$ROOT/scripts/build-tests.sh" patched
 	run=$RUNS/$n
 	mkdir -p "$run"
 	echo "run_suite regress /tests/patched ./test_progs -t $tests" > "$run/plan.sh"
 	# a splat counts as caught too, so the guest's own status is not used
-	KERNEL_IMAGE=$OBJ/arch/x86/boot/bzImage GUEST_CMDLINE="${INJECT_CMDLINE:-}" \
-		VARIANT=inject-$n "$ROOT/scripts/run-guest.sh" inject "$run" "$run/plan.sh" patched || true
+	KERNEL_IMAGE=$obj/arch/x86/boot/bzImage GUEST_CMDLINE="${INJECT_CMDLINE:-}" \
+		VARIANT=inject-$n "$ROOT/scripts/run-guest.sh" inject "$run" "$run/plan.sh" \
+		"$tests_dir" || true
 	rc=$(cat "$run/regress.rc" 2>/dev/null || echo none)
 	splat=$(grep -Ec 'BUG:|WARNING:|KASAN|Oops|refcount_t:' "$run/console.log" || true)
 	if [ "$rc" != 0 ] || [ "$splat" -gt 0 ]; then
