@@ -1,14 +1,20 @@
 # Entry points. Everything is built under build/ (ignored by git).
 #
-#   make demo     build a kernel, boot it in QEMU, show kptrs at work
+#   make demo     build our kernel, boot it in QEMU, show kptrs at work
 #   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
-#   make check-series LAYER=patches|baseline   every prefix builds, checkpatch clean
-#   make bench    kptr benchmarks on patched and upstream (BENCH_KERNELS), build/bench/
+#   make check-debug  our kernel with KASAN, kmemleak, lockdep: kptr tests, stress, fuzz
+#   make check-regressions  each regression test fails with its bug put back
+#   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
+#                 builds, checkpatch clean
+#   make bench    kptr benchmarks on patched, noinline and upstream
+#                 (BENCH_KERNELS), results in build/bench/
 #
 # VARIANT picks the kernel for the single-variant targets:
 #   upstream  pristine Debian linux-source-6.1 (has upstream's kptrs)
 #   baseline  6.1 with upstream's kptr feature removed (kernel/baseline)
 #   patched   baseline plus our series (kernel/patches), the default
+#   debug     patched with the kernel's memory, lock and RCU checkers
+#   noinline  patched without the bpf_kptr_xchg() inlining (bench's "before")
 
 VARIANT ?= patched
 # The demo runs on our kernel; DEMO_VARIANT=upstream shows 6.1 doing the same.
@@ -18,7 +24,7 @@ KERNELS ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo bench check check-series prepare kernel tests clean distclean
+.PHONY: help deps demo bench check check-debug check-regressions check-series prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -30,6 +36,12 @@ demo:
 
 check:
 	scripts/check.sh $(KERNELS)
+
+check-debug:
+	MATRIX=tests/matrix.debug scripts/check.sh debug
+
+check-regressions:
+	scripts/check-regressions.sh
 
 check-series:
 	scripts/check-series.sh $(LAYER)

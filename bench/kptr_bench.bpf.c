@@ -263,9 +263,13 @@ struct val_ref1 {
 	__u64 d;
 };
 
+/*
+ * Every member 8-byte aligned: upstream 6.1 silently ignores all kptrs of
+ * a value that has a member at any other offset (its kptr search checks
+ * each member's alignment), so a 4-byte lock first would make 6.1 measure
+ * a value without kptrs. The lock goes last, the padding is implicit.
+ */
 struct val_mix {
-	struct bpf_spin_lock lock;
-	__u32 pad;
 	struct bpf_timer timer;
 	struct prog_test_ref_kfunc __kptr *k0;
 	struct prog_test_ref_kfunc __kptr *k1;
@@ -276,6 +280,7 @@ struct val_mix {
 	struct prog_test_ref_kfunc __kptr *k6;
 	struct prog_test_ref_kfunc __kptr *k7;
 	__u64 d;
+	struct bpf_spin_lock lock;
 };
 
 /*

@@ -4,7 +4,8 @@
 # time, BENCH_PASSES boots per kernel in alternating order), run the
 # benchmark there and compare.
 #
-#   bench.sh [--report] [KERNEL...]   default: $BENCH_KERNELS or "patched upstream"
+#   bench.sh [--report] [KERNEL...]   default: $BENCH_KERNELS or
+#                                     "patched noinline upstream"
 #
 # Writes build/bench/results.csv (one row per kernel and case, the passes
 # folded together; each pass's rows in build/bench/pass-N/), ratios.md (each
@@ -14,8 +15,7 @@
 # BENCH_ROUNDS (21), BENCH_ROUND_MS (20), BENCH_LOAD_ROUNDS (15) are passed
 # to the guest, see bench/kptr_bench.c; BENCH_PASSES (2); BENCH_TSC_KHZ
 # overrides the measured host TSC frequency the guests are given. Kernels
-# and their tests are never built here: they must exist (make kernel, make
-# tests).
+# and their tests are built first when needed, one at a time.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -26,7 +26,7 @@ if [ "${1:-}" = --report ]; then
 	shift
 fi
 # shellcheck disable=SC2206
-KERNELS=(${*:-${BENCH_KERNELS:-patched upstream}})
+KERNELS=(${*:-${BENCH_KERNELS:-patched noinline upstream}})
 BENCH=$BUILD/bench
 BENCH_ROUNDS=${BENCH_ROUNDS:-21}
 BENCH_ROUND_MS=${BENCH_ROUND_MS:-20}
@@ -48,24 +48,27 @@ if [ -z "$REF" ]; then
 	done
 fi
 
-# Everything a variant needs must exist before the first guest boots, so a
-# missing piece fails in seconds, not after the first kernel's run.
-check_inputs() {
-	local k out
-	for k in "${KERNELS[@]}"; do
+# Build what the benchmark needs first, so that nothing fails after the
+# first boot: each kernel and its tests (vmlinux.h, libbpf, bpftool), and the
+# upstream tests for their map_kptr.bpf.o. Both steps do nothing (kernel) or
+# little (tests) when up to date.
+build_inputs() {
+	local k
+	for k in $(printf '%s\n' "${KERNELS[@]}" upstream | awk '!seen[$0]++'); do
 		check_variant "$k"
-		[ -f "$(obj_dir "$k")/arch/x86/boot/bzImage" ] ||
-			die "no $k kernel: build it with 'make kernel VARIANT=$k' first"
-		out=$(test_dir "$k")
-		for f in tools/include/vmlinux.h tools/build/libbpf/libbpf.a tools/sbin/bpftool; do
-			[ -f "$out/$f" ] ||
-				die "$out/$f missing: build the $k tests with 'make tests VARIANT=$k' first"
-		done
+		VARIANT=$k "$ROOT/scripts/build-kernel.sh" "$k"
+		VARIANT=$k "$ROOT/scripts/build-tests.sh" "$k"
 	done
+	[ -f "$SELFTEST_OBJ" ] || die "$SELFTEST_OBJ missing after building the upstream tests"
 }
 
-# build/bench/VARIANT/kptr_bench, the only file there, so that run-guest.sh
-# copies nothing else into the guest; scratch files go to obj/.
+# Upstream 6.1's kptr selftest object, loaded by the load_selftest case: the
+# same file on every kernel, so its load times compare.
+SELFTEST_OBJ=$(test_dir upstream)/map_kptr.bpf.o
+
+# build/bench/VARIANT/: kptr_bench and the selftest object, the only files
+# there, so that run-guest.sh copies nothing else into the guest; scratch
+# files go to obj/.
 build_bench() {
 	local k=$1 out dir
 	out=$(test_dir "$k")
@@ -79,6 +82,7 @@ build_bench() {
 	gcc -g -O2 -Wall -Werror -I"$dir/obj" -I"$out/tools/include" \
 		"$ROOT/bench/kptr_bench.c" "$out/tools/build/libbpf/libbpf.a" \
 		-lelf -lz -lpthread -o "$dir/kptr_bench"
+	cp "$SELFTEST_OBJ" "$dir/"
 }
 
 # run_bench KERNEL PASS: one boot of KERNEL, its CSV rows to pass-PASS/.
@@ -217,8 +221,13 @@ report() {
 		}
 		if (have(t, "xchg_kptr") && have(t, "xchg_atomic")) {
 			x = r(med[t, "xchg_kptr"], med[t, "xchg_atomic"])
-			printf "- bpf_kptr_xchg round trip within 1.5x of bare atomic xchg: %.2fx: %s\n",
+			printf "- bpf_kptr_xchg round trip within 1.5x of bare atomic xchg: %.2fx: %s",
 			       x, verdict(x <= 1.5)
+			# the series without the inlining patch: its "before"
+			if (have("noinline", "xchg_kptr") && have("noinline", "xchg_atomic"))
+				printf " (noinline, the helper call: %.2fx)",
+				       r(med["noinline", "xchg_kptr"], med["noinline", "xchg_atomic"])
+			printf "\n"
 		}
 		if (t != ref) {
 			worst = 0; cnt = 0; logsum = 0; overl = 1
@@ -238,13 +247,15 @@ report() {
 				printf "- map update/lookup with kptrs no slower (ratio <= 1.02): " \
 				       "worst %.3f (%s), geomean %.3f over %d cases: %s%s\n",
 				       worst, wc, exp(logsum / cnt), cnt, verdict(worst <= 1.02), note
-			c = "load_progs"
-			if (have(t, c) && have(ref, c)) {
+			split("load_progs load_selftest", lc, " ")
+			for (j = 1; j in lc; j++) {
+				c = lc[j]
+				if (!have(t, c) || !have(ref, c)) continue
 				x = r(med[t, c], med[ref, c])
 				note = ""
 				if (x > 1.0 && lo[t, c] <= hi[ref, c])
 					note = " (ranges overlap: within noise)"
-				printf "- verifier load time (load_progs) no worse: %.3f: %s%s\n", x,
+				printf "- verifier load time (%s) no worse: %.3f: %s%s\n", c, x,
 				       verdict(x <= 1.0), note
 			}
 		}
@@ -330,7 +341,7 @@ main() {
 
 measure() {
 	local k p order
-	check_inputs
+	build_inputs
 	mkdir -p "$BENCH"
 	gcc -O2 -Wall -Werror "$ROOT/bench/tsc_khz.c" -o "$BENCH/tsc_khz"
 	TSC_KHZ=${BENCH_TSC_KHZ:-$("$BENCH/tsc_khz")}

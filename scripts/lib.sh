@@ -21,8 +21,8 @@ die() { echo "error: $*" >&2; exit 1; }
 
 check_variant() {
 	case "$1" in
-	upstream|baseline|patched|debug) ;;
-	*) die "unknown variant '$1' (pick upstream, baseline, patched or debug)" ;;
+	upstream|baseline|patched|debug|noinline) ;;
+	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug or noinline)" ;;
 	esac
 }
 
@@ -31,8 +31,26 @@ variant_layers() {
 	case "$1" in
 	upstream) ;;
 	baseline) echo "$ROOT/kernel/baseline" ;;
-	patched|debug) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
+	patched|debug|noinline) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
 	esac
+}
+
+# The patches of its layers a variant leaves out, as an extended regex on
+# their file names: noinline is our series without the JIT inlining of
+# bpf_kptr_xchg(), the "before" of that patch for make bench.
+variant_skips() {
+	case "$1" in
+	noinline) echo 'Inline-bpf_kptr_xchg|bpf_kptr_xchg-is-inlined' ;;
+	esac
+}
+
+# The patch files of a variant: every layer's, in order, less its skips.
+variant_patches() {
+	local layer skip
+	skip=$(variant_skips "$1")
+	for layer in $(variant_layers "$1"); do
+		layer_patches "$layer"
+	done | awk -v skip="$skip" 'skip == "" || $0 !~ skip'
 }
 
 # Config fragments of a variant, on top of allnoconfig: debug is the patched

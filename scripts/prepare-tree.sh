@@ -42,29 +42,24 @@ extract_pristine() {
 
 # Everything that decides a variant's tree: the patch files, in order.
 layers_stamp() {
-	local layer
-	for layer in $(variant_layers "$VARIANT"); do
-		layer_patches "$layer" | while read -r p; do
-			echo "${p#"$ROOT"/} $(sha256sum < "$p")"
-		done
+	variant_patches "$VARIANT" | while read -r p; do
+		echo "${p#"$ROOT"/} $(sha256sum < "$p")"
 	done | sha256sum | cut -d' ' -f1
 }
 
 apply_layers() {
-	local tree=$1 layer p
+	local tree=$1 p
 	git -C "$tree" reset -q --hard pristine
 	git -C "$tree" clean -q -fdx
-	for layer in $(variant_layers "$VARIANT"); do
-		for p in $(layer_patches "$layer"); do
-			if ! git -C "$tree" am -q --whitespace=nowarn "$p" >/dev/null 2>&1; then
-				git -C "$tree" am --abort >/dev/null 2>&1 || true
-				echo "error: patch does not apply: ${p#"$ROOT"/}" >&2
-				echo "--- rejected hunks:" >&2
-				git -C "$tree" apply --check -v "$p" 2>&1 |
-					grep -v '^Checking\|^Hunk.*succeeded' >&2 || true
-				exit 1
-			fi
-		done
+	for p in $(variant_patches "$VARIANT"); do
+		if ! git -C "$tree" am -q --whitespace=nowarn "$p" >/dev/null 2>&1; then
+			git -C "$tree" am --abort >/dev/null 2>&1 || true
+			echo "error: patch does not apply: ${p#"$ROOT"/}" >&2
+			echo "--- rejected hunks:" >&2
+			git -C "$tree" apply --check -v "$p" 2>&1 |
+				grep -v '^Checking\|^Hunk.*succeeded' >&2 || true
+			exit 1
+		fi
 	done
 }
 
