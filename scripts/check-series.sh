@@ -5,6 +5,10 @@
 #
 #   check-series.sh baseline|patches
 #
+# SERIES_FROM=N: apply patches 1..N-1 of the layer without building or
+# checking them, and check from patch N on (after adding patches on top of
+# a series whose prefixes were checked already).
+#
 # Uses its own tree and object dir (build/bisect), so no variant is touched.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +35,7 @@ for l in "${below[@]}"; do
 done
 
 bad=0 n=0
+from=${SERIES_FROM:-1}
 for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 	n=$((n + 1))
 	name=$(basename "$p")
@@ -39,6 +44,7 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 		echo "FAIL $name: does not apply"
 		exit 1
 	fi
+	[ "$n" -ge "$from" ] || continue
 	start=$(date +%s)
 	if KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ "$ROOT/scripts/build-kernel.sh" > "$BUILD/bisect/build-$n.log" 2>&1; then
 		build="builds in $(( $(date +%s) - start ))s"
