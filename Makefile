@@ -37,8 +37,9 @@ demo:
 check:
 	scripts/check.sh $(KERNELS)
 
+# KASAN and lockdep slow everything down: longer default suite limits.
 check-debug:
-	MATRIX=tests/matrix.debug scripts/check.sh debug
+	MATRIX=tests/matrix.debug SUITE_TIMEOUT=1200 scripts/check.sh debug
 
 check-regressions:
 	scripts/check-regressions.sh

@@ -92,7 +92,7 @@ run_bench() {
 	cat > "$run/plan.sh" <<-EOF
 		export BENCH_ROUNDS=$BENCH_ROUNDS BENCH_ROUND_MS=$BENCH_ROUND_MS
 		export BENCH_LOAD_ROUNDS=$BENCH_LOAD_ROUNDS
-		run_suite bench /tests/$k ./kptr_bench $k
+		run_suite bench ${SUITE_TIMEOUT:-2000} /tests/$k ./kptr_bench $k
 	EOF
 	GUEST_CMDLINE="tsc_early_khz=$TSC_KHZ tsc=reliable ${GUEST_CMDLINE:-}" \
 		"$ROOT/scripts/run-guest.sh" "$k" "$run" "$run/plan.sh" "$BENCH/$k"

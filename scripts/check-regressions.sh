@@ -54,7 +54,7 @@ for n in "${names[@]}"; do
 		"$ROOT/scripts/build-tests.sh" patched
 	run=$RUNS/$n
 	mkdir -p "$run"
-	echo "run_suite regress /tests/patched ./test_progs -t $tests" > "$run/plan.sh"
+	echo "run_suite regress ${SUITE_TIMEOUT:-600} /tests/patched ./test_progs -t $tests" > "$run/plan.sh"
 	# a splat counts as caught too, so the guest's own status is not used
 	KERNEL_IMAGE=$obj/arch/x86/boot/bzImage GUEST_CMDLINE="${INJECT_CMDLINE:-}" \
 		VARIANT=inject-$n "$ROOT/scripts/run-guest.sh" inject "$run" "$run/plan.sh" \

@@ -40,8 +40,9 @@ mkdir -p "$RUNS"
 for k in "${kernels[@]}"; do
 	run=$RUNS/$k
 	mkdir -p "$run"
-	rows | awk -v k="$k" '$1 == k {
-		printf "run_suite %s /tests/%s", $2, $3
+	# each suite's time limit in the guest (guest/init's run_suite)
+	rows | awk -v k="$k" -v limit="${SUITE_TIMEOUT:-300}" '$1 == k {
+		printf "run_suite %s %s /tests/%s", $2, limit, $3
 		for (i = 6; i <= NF; i++) printf " %s", $i
 		printf "\n" }' > "$run/plan.sh"
 	mapfile -t srcs < <(rows | awk -v k="$k" '$1 == k {print $3}' | sort -u)

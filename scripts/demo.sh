@@ -18,7 +18,7 @@ export VARIANT
 DEMOS="kptr_demo kptr_tasks"
 mkdir -p "$RUN"
 for d in $DEMOS; do
-	echo "run_suite $d /tests/$VARIANT ./$d"
+	echo "run_suite $d ${SUITE_TIMEOUT:-300} /tests/$VARIANT ./$d"
 done > "$RUN/plan.sh"
 guest_ok=0
 "$ROOT/scripts/run-guest.sh" "$VARIANT" "$RUN" "$RUN/plan.sh" "$VARIANT" || guest_ok=$?

@@ -96,3 +96,18 @@ stage() {
 	fi
 	return $rc
 }
+
+# split_channel CHANNEL_LOG RUN_DIR: the guest's report (guest/init) into
+# RUN_DIR's NAME.log, NAME.rc, NAME.timeout and verdict files.
+split_channel() {
+	local dir=$2
+	rm -f "$dir"/*.rc "$dir"/*.timeout "$dir/verdict"
+	awk -v dir="$dir" '
+		/^@@file / { out = dir "/" $2 ".log"; printf "" > out; next }
+		/^@@end$/  { close(out); out = ""; next }
+		out != ""  { print >> out; next }
+		/^@@rc /   { print $3 > (dir "/" $2 ".rc"); close(dir "/" $2 ".rc"); next }
+		/^@@timeout / { print $3 > (dir "/" $2 ".timeout"); close(dir "/" $2 ".timeout"); next }
+		/^@@verdict / { print $2 > (dir "/verdict") }
+	' "$1"
+}

@@ -9,10 +9,11 @@
 # of TEST_VARIANT are in the guest at /tests/TEST_VARIANT. A TEST_VARIANT
 # given as an absolute path is a directory of binaries of its own, put at
 # /tests/$(basename DIR) (for programs under development). Afterwards RUN_DIR
-# holds console.log, channel.log, one NAME.log and NAME.rc per suite, and
-# verdict (the guest's exit code). Exit status: 0 when the guest reported a
-# verdict and the console shows no kernel splat; the suites' own results are
-# judged by the caller.
+# holds console.log, channel.log, one NAME.log and NAME.rc per suite (and
+# NAME.timeout for a suite the guest stopped at its time limit), and verdict
+# (the guest's exit code). Exit status: 0 when the guest reported a verdict
+# and the console shows no kernel splat; the suites' own results are judged
+# by the caller.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -30,6 +31,9 @@ BUSYBOX=${BUSYBOX:-/bin/busybox}
 	die "$BUSYBOX missing or incomplete: apt-get install busybox-static"
 KERNEL=${KERNEL_IMAGE:-$(obj_dir "$VARIANT")/arch/x86/boot/bzImage}
 [ -f "$KERNEL" ] || die "$KERNEL missing: build the $VARIANT kernel first"
+# The boot's own limit, for a guest that stops responding as a whole; a
+# hung suite is stopped by the guest at its own limit (guest/init) long
+# before. Kept well inside CI's 90 minutes for the three boots and builds.
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400}
 GUEST_MEM=${GUEST_MEM:-2048}
 
@@ -88,18 +92,6 @@ boot() {
 	return 0
 }
 
-# Split the channel into per-suite files.
-collect() {
-	rm -f "$RUN"/*.rc "$RUN/verdict"
-	awk -v dir="$RUN" '
-		/^@@file / { out = dir "/" $2 ".log"; printf "" > out; next }
-		/^@@end$/  { close(out); out = ""; next }
-		out != ""  { print >> out; next }
-		/^@@rc /   { print $3 > (dir "/" $2 ".rc"); close(dir "/" $2 ".rc"); next }
-		/^@@verdict / { print $2 > (dir "/verdict") }
-	' "$RUN/channel.log"
-}
-
 main() {
 	local bad=0 start
 	mkdir -p "$RUN"
@@ -108,7 +100,7 @@ main() {
 	start=$(date +%s)
 	stage "boot and run in QEMU" boot
 	echo "$(( $(date +%s) - start ))" > "$RUN/boot-seconds"
-	collect
+	split_channel "$RUN/channel.log" "$RUN"
 	if [ ! -s "$RUN/verdict" ]; then
 		echo "error: the guest never reported a verdict" >&2
 		bad=1
