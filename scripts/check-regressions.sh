@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Show that each regression test catches its bug: for every
 # tests/bug-injections/NAME.patch, build our patched kernel with that bug put
-# back, boot it, run the subtests the patch names and require them to FAIL
-# (or the kernel to report the bug). Injections under kasan/ are bugs only a
-# memory checker sees: their kernel gets the debug variant's config (KASAN,
-# kmemleak, lockdep). Ends with a table; exit status 0 only if every injected
+# back, boot it, run the subtests the patch names and require them to run
+# and FAIL (or the kernel to report a splat, tests/kernel-splats, while they
+# run). A test that did not run, was skipped or timed out is not a catch.
+# Injections under kasan/ are bugs only a memory checker sees: their kernel
+# gets the debug variant's config (KASAN, kmemleak, lockdep). Ends with a table; exit status 0 only if every injected
 # bug was caught.
 #
 #   check-regressions.sh [NAME...]     (default: every injection, kasan/ too)
@@ -55,21 +56,19 @@ for n in "${names[@]}"; do
 	run=$RUNS/$n
 	mkdir -p "$run"
 	echo "run_suite regress ${SUITE_TIMEOUT:-600} /tests/patched ./test_progs -t $tests" > "$run/plan.sh"
-	# a splat counts as caught too, so the guest's own status is not used
+	# the guest's status is not used: a splat while the test ran counts too
 	KERNEL_IMAGE=$obj/arch/x86/boot/bzImage GUEST_CMDLINE="${INJECT_CMDLINE:-}" \
 		VARIANT=inject-$n "$ROOT/scripts/run-guest.sh" inject "$run" "$run/plan.sh" \
 		"$tests_dir" || true
 	rc=$(cat "$run/regress.rc" 2>/dev/null || echo none)
-	splat=$(grep -Ec 'BUG:|WARNING:|KASAN|Oops|refcount_t:' "$run/console.log" || true)
-	if [ "$rc" != 0 ] || [ "$splat" -gt 0 ]; then
-		verdict=caught
-	else
-		verdict=MISSED
+	splat=$({ python3 "$ROOT/scripts/judge.py" splats "$run/console.log" || true; } | wc -l)
+	# Caught only if the named tests ran and failed, or the kernel reported
+	# a splat while they ran (scripts/judge.py, judge_regression()).
+	if verdict=$(python3 "$ROOT/scripts/judge.py" regression "$run" "$tests"); then :; else
 		caught_all=1
 	fi
-	fails=$(grep -c '^#[0-9/]* .*:FAIL' "$run/regress.log" 2>/dev/null || true)
-	results+=("$(printf '%-28s %-40s rc=%-4s failed=%-3s splats=%-3s %s' \
-		"$n" "$tests" "$rc" "$fails" "$splat" "$verdict")")
+	results+=("$(printf '%-28s %-40s rc=%-4s splats=%-3s %s' \
+		"$n" "$tests" "$rc" "$splat" "$verdict")")
 done
 git -C "$SRC" reset -q --hard "$(git -C "$PATCHED" rev-parse HEAD)"
 

@@ -510,6 +510,9 @@ def main(argv):
             print(v.passed, v.failed, v.skipped)
             return 0
         if what == "splats" and len(args) == 1:
+            if not os.path.isfile(args[0]):
+                print(f"judge: no console log {args[0]}", file=sys.stderr)
+                return 2
             splats = find_splats(read_lines(args[0]))
             for n, kind, line in splats:
                 print(f"{args[0]}:{n}: {kind}: {line}")

@@ -12,8 +12,8 @@
 # holds console.log, channel.log, one NAME.log and NAME.rc per suite (and
 # NAME.timeout for a suite the guest stopped at its time limit), and verdict
 # (the guest's exit code). Exit status: 0 when the guest reported a verdict
-# and the console shows no kernel splat; the suites' own results are judged
-# by the caller.
+# and the console shows no kernel splat (tests/kernel-splats); the suites'
+# own results are judged by the caller.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -22,6 +22,7 @@ shift 3
 # KERNEL_IMAGE: boot this bzImage instead of the variant's (bug injections)
 [ -n "${KERNEL_IMAGE:-}" ] || check_variant "$VARIANT"
 need qemu-system-x86_64 qemu-system-x86
+need python3 python3
 need cpio cpio
 need gzip gzip
 BUSYBOX=${BUSYBOX:-/bin/busybox}
@@ -36,9 +37,6 @@ KERNEL=${KERNEL_IMAGE:-$(obj_dir "$VARIANT")/arch/x86/boot/bzImage}
 # before. Kept well inside CI's 90 minutes for the three boots and builds.
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400}
 GUEST_MEM=${GUEST_MEM:-2048}
-
-# Kernel messages that mean the run is broken, whatever the tests said.
-SPLAT='Kernel panic|BUG:|Oops|WARNING:|cut here|general protection fault|KASAN|UBSAN|kmemleak: [0-9]+ new suspected|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|INFO: rcu_|INFO: task .* blocked|refcount_t: |Call Trace:'
 
 make_initramfs() {
 	local stage=$RUN/initramfs t dir lib
@@ -105,9 +103,9 @@ main() {
 		echo "error: the guest never reported a verdict" >&2
 		bad=1
 	fi
-	if grep -Eq "$SPLAT" "$RUN/console.log"; then
-		echo "error: kernel splat on the console:" >&2
-		grep -En "$SPLAT" "$RUN/console.log" | head -20 >&2
+	if ! python3 "$ROOT/scripts/judge.py" splats "$RUN/console.log" > "$RUN/splats"; then
+		echo "error: kernel splat on the console (tests/kernel-splats):" >&2
+		head -20 "$RUN/splats" >&2
 		bad=1
 	fi
 	if [ $bad -ne 0 ]; then
