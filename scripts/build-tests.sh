@@ -16,6 +16,8 @@
 # (the debug variant uses tests/ctests.patched)
 # KERNEL_SRC/KERNEL_OBJ/TESTS_OUT: build from another prepared tree and its
 # kernel build into another dir (work in progress in a worktree of its own).
+# GUEST_PROGRAMS=0: not the project's guest programs (check-series.sh builds
+# only the tree's own selftests at each prefix).
 # The kernel variant must be built first (its vmlinux supplies the BTF).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -155,7 +157,7 @@ if [ -n "${MODULE_ONLY:-}" ]; then
 	exit 0
 fi
 stage "build test_verifier" build_test_verifier
-stage "build guest programs" build_guest_programs
+[ "${GUEST_PROGRAMS:-1}" = 0 ] || stage "build guest programs" build_guest_programs
 if [ -n "$CTESTS" ]; then
 	stage "build test_progs ($(echo $CTESTS))" build_test_progs
 	stage "build bpf_testmod.ko" build_testmod

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Check that a patch layer is bisectable and clean: apply its patches one by
-# one onto the layers below it, build the kernel after each (incrementally,
-# with ccache), and run checkpatch.pl --strict on each patch.
+# one onto the layers below it, and after each build the kernel
+# (incrementally, with ccache; any compiler warning fails), build that
+# prefix's selftests the way make tests does (scripts/build-tests.sh: the BPF
+# objects and skeletons, test_verifier, test_progs with the prog_tests of
+# tests/ctests.* that exist at that prefix, bpf_testmod.ko), and run
+# checkpatch.pl --strict on the patch. One line per patch says what failed.
 #
 #   check-series.sh baseline|patches
 #
@@ -19,7 +23,10 @@ baseline) below=() ;;
 patches) below=("$ROOT/kernel/baseline") ;;
 *) die "unknown layer '$LAYER' (baseline or patches)" ;;
 esac
-SRC=$BUILD/bisect/src OBJ=$BUILD/bisect/obj
+SRC=$BUILD/bisect/src OBJ=$BUILD/bisect/obj TESTS=$BUILD/bisect/tests
+# build-tests.sh takes a variant name for its defaults only; the tree, the
+# kernel build and the output dir are the bisect ones
+case "$LAYER" in baseline) tests_variant=baseline ;; *) tests_variant=patched ;; esac
 export VARIANT=bisect
 "$ROOT/scripts/prepare-tree.sh" upstream >/dev/null	# makes sure build/linux exists
 if [ ! -e "$SRC/.git" ]; then
@@ -33,6 +40,27 @@ for l in "${below[@]}"; do
 		git -C "$SRC" am -q "$p" || die "${p#"$ROOT"/} does not apply"
 	done
 done
+
+# The prog_tests of tests/ctests.* that this prefix has: a prefix before the
+# patch that adds a test cannot build it, and need not.
+prefix_ctests() {
+	local t
+	grep -hv '^#' "$ROOT"/tests/ctests.* | awk 'NF && !seen[$0]++' | while read -r t; do
+		[ ! -f "$SRC/tools/testing/selftests/bpf/prog_tests/$t.c" ] || echo "$t"
+	done
+}
+
+# The selftests of the tree as it is now, into a dir of their own (the
+# selftests' make is incremental there too; the BPF objects are rebuilt
+# anyway, as each prefix's kernel gives a new vmlinux.h). Not the project's
+# guest programs: they are not part of the series.
+build_prefix_tests() {
+	local ctests
+	ctests=$(prefix_ctests | tr '\n' ' ')
+	echo "prog_tests: ${ctests:-none}"
+	KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ TESTS_OUT=$TESTS CTESTS=$ctests GUEST_PROGRAMS=0 \
+		VARIANT=$tests_variant "$ROOT/scripts/build-tests.sh" "$tests_variant"
+}
 
 bad=0 n=0
 from=${SERIES_FROM:-1}
@@ -54,10 +82,19 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 		build="BUILD FAILED (build/bisect/build-$n.log)"
 		bad=1
 	fi
+	log=$BUILD/bisect/tests-$n.log
+	if [[ $build == "BUILD FAILED"* ]]; then
+		tests="tests not built (no kernel)"
+	elif build_prefix_tests > "$log" 2>&1; then
+		tests="tests build"
+	else
+		tests="TESTS BUILD FAILED (build/bisect/tests-$n.log)"
+		bad=1
+	fi
 	cp=$(cd "$SRC" && scripts/checkpatch.pl --strict -q "$p" 2>&1 | grep "^total:" || true)
 	errors=$(echo "$cp" | sed -n 's/^total: \([0-9]*\) errors.*/\1/p')
 	[ "${errors:-0}" -eq 0 ] || bad=1
-	echo "$name: $build; checkpatch: ${cp:-clean}"
+	echo "$name: $build; $tests; checkpatch: ${cp:-clean}"
 done
-echo "$LAYER: $n patches, $([ $bad -eq 0 ] && echo "every prefix builds and checkpatch reports no errors" || echo FAILED)"
+echo "$LAYER: $n patches, $([ $bad -eq 0 ] && echo "every prefix builds, with its selftests, and checkpatch reports no errors" || echo FAILED)"
 exit $bad
