@@ -2,6 +2,8 @@
 #
 #   make demo     build our kernel, boot it in QEMU, show kptrs at work
 #   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
+#                 (runs make test-harness first)
+#   make test-harness  the judge's and matrix's own tests, host only, seconds
 #   make check-debug  our kernel with KASAN, kmemleak, lockdep: kptr tests, stress, fuzz
 #   make check-regressions  each regression test fails with its bug put back
 #   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
@@ -24,7 +26,7 @@ KERNELS ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo bench check check-debug check-regressions check-series prepare kernel tests clean distclean
+.PHONY: help deps demo bench test-harness check check-debug check-regressions check-series prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -33,6 +35,9 @@ deps:
 
 demo:
 	scripts/demo.sh $(DEMO_VARIANT)
+
+test-harness:
+	tests/harness/run-tests.sh
 
 check:
 	scripts/check.sh $(KERNELS)

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""The harness's own tests: host only, no kernel, a few seconds.
+
+    harness.py                 every fixture and check; exit 1 on any failure
+    harness.py --old MAIN_DIR  run the fixtures against the tools as they are
+                               in MAIN_DIR (a checkout of an older main) and
+                               list the fixtures they get wrong
+
+A fixture (fixtures/*.fixture) is a guest run in miniature and the verdict it
+must get. Header lines "KEY: VALUE" first, then sections "--- NAME":
+
+    check:   suite (default), matrix, splats or regression
+    hole:    the number of the issue-19 hole it proves (documentation)
+    row:     the matrix row (suite, matrix)
+    rc:      the suite's exit status (suite, regression); absent: none reported
+    timeout: the limit the guest stopped the suite at (suite, regression)
+    selector: the Caught-by tests (regression)
+    verdict: pass | fail (suite), ok | error (matrix), clean | KIND (splats),
+             caught | missed (regression)
+    counts:  "P F S" the judge must count (suite)
+    says:    a text the judge's report must contain (may repeat)
+    --- log       the suite's stdout (absent: no output reported)
+    --- known     tests/known-failures/KIND for this run
+    --- list NAME tests/expected-failures/NAME for this run
+    --- console   the kernel console (splats, regression)
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import judge  # noqa: E402
+import matrix  # noqa: E402
+
+SUITE = "s"     # the suite name fixtures' rows use for their files
+
+
+class Fixture:
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.basename(path)[:-len(".fixture")]
+        self.fields, self.sections = {}, {}
+        section = None
+        for line in open(path).read().split("\n"):
+            if line.startswith("--- "):
+                section = line[4:].strip()
+                self.sections[section] = []
+            elif section is not None:
+                self.sections[section].append(line)
+            elif line.strip() and not line.startswith("#"):
+                key, _, value = line.partition(":")
+                self.fields.setdefault(key.strip(), []).append(value.strip())
+        for lines in self.sections.values():
+            while lines and lines[-1] == "":
+                lines.pop()     # the file's last newline
+
+    def get(self, key, default=None):
+        return self.fields.get(key, [default])[0]
+
+    def text(self, section):
+        return "".join(line + "\n" for line in self.sections[section])
+
+
+def make_run(fx, tmp):
+    """A run dir, known-failures dir and lists dir for a fixture."""
+    run, known, lists = (os.path.join(tmp, d) for d in ("run", "known", "lists"))
+    for d in (run, known, lists):
+        os.makedirs(d)
+    suite = fx.get("suite", SUITE)
+    if "log" in fx.sections:
+        open(os.path.join(run, f"{suite}.log"), "w").write(fx.text("log"))
+    if fx.get("rc") not in (None, "none"):
+        open(os.path.join(run, f"{suite}.rc"), "w").write(fx.get("rc") + "\n")
+    if fx.get("timeout"):
+        open(os.path.join(run, f"{suite}.timeout"), "w").write(fx.get("timeout") + "\n")
+    if "console" in fx.sections:
+        open(os.path.join(run, "console.log"), "w").write(fx.text("console"))
+    for name in fx.sections:
+        if name.startswith("list "):
+            open(os.path.join(lists, name[5:]), "w").write(fx.text(name))
+    return run, known, lists
+
+
+def new_verdict(fx, tmp):
+    """(verdict, counts or None, report text) from the tools of this tree."""
+    check = fx.get("check", "suite")
+    run, known, lists = make_run(fx, tmp)
+    if check == "matrix":
+        try:
+            matrix.parse_row(fx.get("row"), "row", lists)
+            return "ok", None, ""
+        except matrix.MatrixError as e:
+            return "error", None, str(e)
+    if check == "splats":
+        found = judge.find_splats(fx.sections["console"])
+        return (found[0][1] if found else "clean"), None, repr(found)
+    if check == "regression":
+        caught, why = judge.judge_regression(run, fx.get("selector"), fx.get("suite", SUITE))
+        return ("caught" if caught else "missed"), None, why
+    row = matrix.parse_row(fx.get("row"), "row", lists)
+    if "known" in fx.sections:
+        open(os.path.join(known, row.kind), "w").write(fx.text("known"))
+    v = judge.judge_suite(row, run, known, lists)
+    return ("fail" if v.failed else "pass"), (v.passed, v.failed, v.skipped), \
+        "\n".join(v.problems)
+
+
+def run_fixture(fx):
+    """Problems with a fixture's verdict under this tree's tools."""
+    with tempfile.TemporaryDirectory() as tmp:
+        got, counts, report = new_verdict(fx, tmp)
+    problems = []
+    if got != fx.get("verdict"):
+        problems.append(f"verdict {got}, the fixture says {fx.get('verdict')}")
+    want_counts = fx.get("counts")
+    if want_counts and counts != tuple(int(x) for x in want_counts.split()):
+        problems.append(f"counts {' '.join(map(str, counts))}, the fixture says {want_counts}")
+    for text in fx.fields.get("says", []):
+        if text not in report:
+            problems.append(f"report lacks {text!r}")
+    if problems:
+        problems.append("report:\n      " + report.replace("\n", "\n      "))
+    return problems
+
+
+# ------------------------------------------------------------ the old tools
+def old_verdict(fx, main_dir, tmp):
+    """The verdict the tools of MAIN_DIR (main before issue 19) give."""
+    check = fx.get("check", "suite")
+    run, known, lists = make_run(fx, tmp)
+    if check == "matrix":
+        return "ok"             # its check.sh read rows with awk, unchecked
+    if check == "splats":
+        return old_splats(fx, main_dir)
+    if check == "regression":
+        # check-regressions.sh: caught if rc != 0 (a missing rc is "none")
+        # or its own splat regex matches anywhere on the console
+        rc = fx.get("rc") or "none"
+        console = fx.text("console") if "console" in fx.sections else ""
+        splat = re.search(old_regression_splat(main_dir), console)
+        return "caught" if rc != "0" or splat else "missed"
+    words = fx.get("row").split()
+    kind, expect = words[3], words[4]
+    if "log" not in fx.sections:
+        return "fail"           # its check.sh: "suite produced no output"
+    root = os.path.join(tmp, "old")
+    os.makedirs(os.path.join(root, "scripts"))
+    shutil.copytree(lists, os.path.join(root, "tests", "expected-failures"))
+    shutil.copy(os.path.join(main_dir, "scripts", "judge.sh"), os.path.join(root, "scripts"))
+    known_file = os.path.join(tmp, "known-file")
+    open(known_file, "w").write(fx.text("known") if "known" in fx.sections else "")
+    out = subprocess.run(["bash", os.path.join(root, "scripts", "judge.sh"), kind,
+                          os.path.join(run, f"{SUITE}.log"), expect, known_file],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return "error"
+    p, f, s = out.stdout.split("\n")[-2].split()
+    return "fail" if int(f) else "pass"
+
+
+def old_regression_splat(main_dir):
+    src = open(os.path.join(main_dir, "scripts", "check-regressions.sh")).read()
+    return re.search(r"grep -Ec '([^']*)'", src).group(1)
+
+
+def old_splats(fx, main_dir):
+    """Both old lists: run-guest.sh's SPLAT and check-regressions.sh's."""
+    src = open(os.path.join(main_dir, "scripts", "run-guest.sh")).read()
+    run_guest = re.search(r"^SPLAT='([^']*)'", src, re.M).group(1)
+    console = fx.text("console")
+    hits = [bool(re.search(rx, console)) for rx in (run_guest, old_regression_splat(main_dir))]
+    if hits == [False, False]:
+        return "clean"
+    if hits == [True, True]:
+        return fx.get("verdict")    # both caught it (kinds did not exist)
+    return "run-guest only" if hits[0] else "check-regressions only"
+
+
+# ------------------------------------------------------------- other checks
+def check_files():
+    """The project's own matrices, lists and splat list parse, and every
+    splat kind has a fixture."""
+    problems = []
+    for path in ("tests/matrix", "tests/matrix.debug"):
+        try:
+            matrix.read_matrix(os.path.join(ROOT, path))
+        except matrix.MatrixError as e:
+            problems.append(str(e))
+    for path in glob.glob(os.path.join(ROOT, "tests", "known-failures", "*")):
+        try:
+            judge.read_known(path)
+        except matrix.MatrixError as e:
+            problems.append(str(e))
+    kinds = [kind for kind, _ in judge.read_splat_patterns()]
+    covered = {Fixture(p).get("verdict") for p in glob.glob(os.path.join(HERE, "fixtures", "*.fixture"))
+               if Fixture(p).get("check") == "splats"}
+    for kind in kinds:
+        if kind not in covered:
+            problems.append(f"tests/kernel-splats: kind {kind} has no fixture")
+    return problems
+
+
+def check_guest_timeout():
+    """guest/init under busybox sh: a hung suite is stopped at its limit,
+    reported with @@timeout, split into NAME.timeout by lib.sh, and judged a
+    failure naming the suite."""
+    busybox = shutil.which("busybox")
+    if not busybox:
+        return ["busybox not found (apt-get install busybox-static)"]
+    with tempfile.TemporaryDirectory() as tmp:
+        chan, results, run = (os.path.join(tmp, d) for d in ("channel", "results", "run"))
+        os.makedirs(results)
+        os.makedirs(run)
+        pids = os.path.join(tmp, "pids")
+        # the hung suite: a child in the background, itself in the foreground
+        script = (f". {ROOT}/guest/init; "
+                  f"run_suite hung 1 /tmp sh -c 'sleep 60 & echo $! >> {pids}; "
+                  f"echo $$ >> {pids}; exec sleep 60'; "
+                  "run_suite quick 5 /tmp echo hello")
+        # CHAN is a file here: run_suite appends to it, as to the serial port
+        env = dict(os.environ, GUEST_INIT_FUNCTIONS="1", CHAN=chan, RESULTS=results,
+                   KILL_GRACE="1")
+        out = subprocess.run([busybox, "sh", "-c", script], env=env, capture_output=True,
+                             text=True, timeout=30)
+        subprocess.run(["bash", "-c", f'. "{ROOT}/scripts/lib.sh"; split_channel "$1" "$2"',
+                        "-", chan, run], check=True)
+        problems = []
+        if "TIMED OUT" not in out.stdout:
+            problems.append(f"guest/init did not say TIMED OUT: {out.stdout!r} {out.stderr!r}")
+        rows = {r.suite: r for r in (
+            matrix.parse_row("k hung k exit pass ./hung"), matrix.parse_row("k quick k exit pass echo"))}
+        hung, quick = (judge.judge_suite(rows[s], run) for s in ("hung", "quick"))
+        if not hung.failed or not any("suite hung timed out" in p for p in hung.problems):
+            problems.append(f"the hung suite was judged {hung}")
+        if quick.failed or quick.passed != 1:
+            problems.append(f"the suite after the hung one was judged {quick}")
+        # nothing of the hung suite may live on
+        for pid in map(int, open(pids).read().split()):
+            try:
+                state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":    # a zombie is dead, waiting for its new parent
+                problems.append(f"process {pid} of the hung suite survived")
+                os.kill(pid, 9)
+        return problems
+
+
+def run_check_series(scripts_dir, tmp):
+    """check-series.sh of SCRIPTS_DIR on a two-patch layer, with the kernel
+    and test builds stubbed: patch 2 breaks the selftests' build only.
+    (exit status, output)"""
+    root = os.path.join(tmp, "root")
+    env = dict(os.environ, GIT_AUTHOR_NAME="h", GIT_AUTHOR_EMAIL="h@h", GIT_COMMITTER_NAME="h",
+               GIT_COMMITTER_EMAIL="h@h", BUILD_DIR=os.path.join(root, "build"))
+    env.pop("SERIES_FROM", None)
+
+    def sh(cmd, cwd):
+        subprocess.run(["bash", "-ec", cmd], cwd=cwd, env=env, check=True, capture_output=True)
+
+    for d in ("scripts", "kernel/baseline", "kernel/patches", "tests", "build/linux", "tree"):
+        os.makedirs(os.path.join(root, d))
+    for f in ("check-series.sh", "lib.sh"):
+        shutil.copy(os.path.join(scripts_dir, f), os.path.join(root, "scripts"))
+    stubs = {
+        "prepare-tree.sh": "exit 0",
+        "build-kernel.sh": 'echo "kernel of $KERNEL_SRC built"',
+        # the selftests of a prefix fail to build once a patch broke them
+        "build-tests.sh": 'echo "CTESTS=$CTESTS"; [ ! -e "$KERNEL_SRC/BROKEN_TESTS" ]',
+    }
+    for name, body in stubs.items():
+        path = os.path.join(root, "scripts", name)
+        open(path, "w").write("#!/usr/bin/env bash\n" + body + "\n")
+        os.chmod(path, 0o755)
+    open(os.path.join(root, "tests", "ctests.patched"), "w").write("kptr_maps\n")
+    open(os.path.join(root, "kernel", "baseline", "series"), "w").write("")
+    linux = os.path.join(root, "build", "linux")
+    sh("git init -q . && mkdir scripts && printf '%s\\n' '#!/bin/sh' "
+       "'echo \"total: 0 errors, 0 warnings, 1 lines checked\"' > scripts/checkpatch.pl && "
+       "chmod +x scripts/checkpatch.pl && git add . && git commit -qm pristine && "
+       "git tag pristine", linux)
+    # the layer: patch 1 adds a prog_test, patch 2 breaks the tests' build
+    sh("git worktree add -q --detach ../../tree pristine", linux)
+    tree = os.path.join(root, "tree")
+    sh("mkdir -p tools/testing/selftests/bpf/prog_tests && "
+       "touch tools/testing/selftests/bpf/prog_tests/kptr_maps.c && git add . && "
+       "git commit -qm 'selftests/bpf: add kptr_maps' && "
+       "touch BROKEN_TESTS && git add . && git commit -qm 'bpf: break the selftests' && "
+       f"git format-patch -q -2 -o {root}/kernel/patches && "
+       f"(cd {root}/kernel/patches && ls *.patch > series)", tree)
+    out = subprocess.run(["bash", os.path.join(root, "scripts", "check-series.sh"), "patches"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    return out.returncode, out.stdout + out.stderr
+
+
+def check_series():
+    """check-series.sh builds each prefix's selftests and fails the patch
+    that breaks them (the kernel builds are stubbed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out = run_check_series(os.path.join(ROOT, "scripts"), tmp)
+        tests_log = open(os.path.join(tmp, "root", "build", "bisect", "tests-1.log")).read()
+    problems = []
+    if "CTESTS=kptr_maps" not in tests_log:
+        problems.append(f"patch 1's tests were not built with its prog_tests: {tests_log!r}")
+    if rc == 0:
+        problems.append("check-series passed a layer whose patch 2 breaks the selftests")
+    if not re.search(r"^0001-\S+: builds in \d+s; tests build; checkpatch", out, re.M):
+        problems.append("patch 1 is not reported as building with its tests")
+    if not re.search(r"^0002-\S+: builds in \d+s; TESTS BUILD FAILED", out, re.M):
+        problems.append("patch 2 is not reported as breaking the tests' build")
+    if problems:
+        problems.append("output:\n      " + out.replace("\n", "\n      "))
+    return problems
+
+
+def main(argv):
+    fixtures = [Fixture(p) for p in sorted(glob.glob(os.path.join(HERE, "fixtures", "*.fixture")))]
+    if len(argv) == 3 and argv[1] == "--old":
+        print(f"{'fixture':40} {'hole':>4}  {'must be':10} {'old tools':22} wrong?")
+        wrong = 0
+        for fx in fixtures:
+            with tempfile.TemporaryDirectory() as tmp:
+                old = old_verdict(fx, argv[2], tmp)
+            bad = old != fx.get("verdict")
+            wrong += bad
+            print(f"{fx.name:40} {fx.get('hole', '-'):>4}  {fx.get('verdict'):10} {old:22} "
+                  f"{'WRONG' if bad else ''}")
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, _ = run_check_series(os.path.join(argv[2], "scripts"), tmp)
+        old = "pass" if rc == 0 else "fail"
+        wrong += old != "fail"
+        print(f"{'check-series (stubbed builds)':40} {12:>4}  {'fail':10} {old:22} "
+              f"{'WRONG' if old != 'fail' else ''}")
+        total = len(fixtures) + 1
+        print(f"{wrong} of {total} fixtures get a wrong verdict from the old tools")
+        return 0
+    failed = 0
+    for fx in fixtures:
+        problems = run_fixture(fx)
+        failed += bool(problems)
+        print(f"{'ok  ' if not problems else 'FAIL'} {fx.name}")
+        for p in problems:
+            print(f"     {p}")
+    checks = (("project files", check_files), ("guest timeout", check_guest_timeout),
+              ("check-series builds the tests", check_series))
+    for name, check in checks:
+        problems = check()
+        failed += bool(problems)
+        print(f"{'ok  ' if not problems else 'FAIL'} {name}")
+        for p in problems:
+            print(f"     {p}")
+    total = len(fixtures) + len(checks)
+    print(f"harness: {total - failed} of {total} passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
