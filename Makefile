@@ -6,6 +6,7 @@
 #   make test-harness  the judge's and matrix's own tests, host only, seconds
 #   make check-debug  our kernel with KASAN, kmemleak, lockdep: kptr tests, stress, fuzz
 #   make check-regressions  each regression test fails with its bug put back
+#   make check-hardened  an IBT kernel build: every kptr destructor keeps its ENDBR
 #   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
 #                 builds, checkpatch clean
 #   make bench    kptr benchmarks on patched, noinline and upstream
@@ -17,6 +18,7 @@
 #   patched   baseline plus our series (kernel/patches), the default
 #   debug     patched with the kernel's memory, lock and RCU checkers
 #   noinline  patched without the bpf_kptr_xchg() inlining (bench's "before")
+#   hardened  patched with IBT and distribution hardening (check-hardened)
 
 VARIANT ?= patched
 # The demo runs on our kernel; DEMO_VARIANT=upstream shows 6.1 doing the same.
@@ -26,7 +28,7 @@ KERNELS ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo bench test-harness check check-debug check-regressions check-series prepare kernel tests clean distclean
+.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-series prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -48,6 +50,9 @@ check-debug:
 
 check-regressions:
 	scripts/check-regressions.sh
+
+check-hardened:
+	scripts/check-hardened.sh
 
 check-series:
 	scripts/check-series.sh $(LAYER)

@@ -4,11 +4,17 @@
 # back, boot it, run the subtests the patch names and require them to run
 # and FAIL (or the kernel to report a splat, tests/kernel-splats, while they
 # run). A test that did not run, was skipped or timed out is not a catch.
-# Injections under kasan/ are bugs only a memory checker sees: their kernel
-# gets the debug variant's config (KASAN, kmemleak, lockdep). Ends with a table; exit status 0 only if every injected
-# bug was caught.
+# Injections under kasan/ are bugs only the debug kernel's checkers see
+# (KASAN, kmemleak, lockdep; also no stack zeroing): their kernel gets the
+# debug variant's config. Those under hardened/ show only in a hardened
+# build's binary: its kernel gets the hardened config and, instead of a
+# guest run, "Caught-by: check-ibt-dtors" runs scripts/check-ibt-dtors.py,
+# which must fail. "Caught-by: exit: CMD" runs a guest program, which must
+# exit 1. Ends with a table; exit status 0 only if every injected bug was
+# caught.
 #
-#   check-regressions.sh [NAME...]     (default: every injection, kasan/ too)
+#   check-regressions.sh [NAME...]   (default: every injection, kasan/ and
+#                                     hardened/ too)
 #
 # The patched kernel and its tests must be built (make tests). Each
 # injection's kernel is an incremental build of build/inject/obj, or of
@@ -24,7 +30,7 @@ PATCHED=$(src_dir patched)
 [ -x "$(test_dir patched)/test_progs" ] || die "build the patched tests first: make tests"
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || mapfile -t names < <(cd "$INJ" && ls *.patch kasan/*.patch | sed 's/\.patch$//')
+[ ${#names[@]} -gt 0 ] || mapfile -t names < <(cd "$INJ" && ls *.patch kasan/*.patch hardened/*.patch | sed 's/\.patch$//')
 
 # A worktree of the patched tree, reset to it before each injection.
 if [ ! -d "$SRC" ]; then
@@ -43,8 +49,28 @@ for n in "${names[@]}"; do
 	git -C "$SRC" apply "$patch" || die "$n does not apply to the patched tree"
 	# the variant named to build-kernel.sh only picks the config
 	config=patched obj=$OBJ
-	case "$n" in kasan/*) config=debug obj=$OBJ-debug ;; esac
+	case "$n" in
+	kasan/*) config=debug obj=$OBJ-debug ;;
+	hardened/*) config=hardened obj=$OBJ-hardened ;;
+	esac
 	KERNEL_SRC=$SRC KERNEL_OBJ=$obj "$ROOT/scripts/build-kernel.sh" "$config"
+	# Bugs only the hardened build's binary shows, caught by its check
+	if [ "$tests" = check-ibt-dtors ]; then
+		run=$RUNS/$n
+		mkdir -p "$run"
+		if python3 "$ROOT/scripts/check-ibt-dtors.py" --src "$SRC" \
+			--vmlinux "$obj/vmlinux" > "$run/check.log" 2>&1; then
+			verdict="MISSED: every destructor kept its ENDBR"
+			caught_all=1
+		elif [ $? -eq 1 ]; then
+			verdict="caught: $(grep -m1 '^FAIL' "$run/check.log")"
+		else
+			verdict="MISSED: the build could not be checked ($run/check.log)"
+			caught_all=1
+		fi
+		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" "$verdict")")
+		continue
+	fi
 	# The patched tests, with a bpf_testmod.ko of this kernel build: a
 	# module's BTF only fits the vmlinux it was built against. The dir's
 	# name puts them at /tests/patched in the guest.
@@ -55,7 +81,12 @@ for n in "${names[@]}"; do
 		"$ROOT/scripts/build-tests.sh" patched
 	run=$RUNS/$n
 	mkdir -p "$run"
-	echo "run_suite regress ${SUITE_TIMEOUT:-600} /tests/patched ./test_progs -t $tests" > "$run/plan.sh"
+	# "Caught-by: exit: CMD" names a guest program instead of subtests
+	case "$tests" in
+	exit:*) cmd=${tests#exit:} ;;
+	*) cmd="./test_progs -t $tests" ;;
+	esac
+	echo "run_suite regress ${SUITE_TIMEOUT:-600} /tests/patched $cmd" > "$run/plan.sh"
 	# the guest's status is not used: a splat while the test ran counts too
 	KERNEL_IMAGE=$obj/arch/x86/boot/bzImage GUEST_CMDLINE="${INJECT_CMDLINE:-}" \
 		VARIANT=inject-$n "$ROOT/scripts/run-guest.sh" inject "$run" "$run/plan.sh" \

@@ -475,13 +475,20 @@ def judge_regression(run_dir, selector, suite="regress"):
         return False, f"the test timed out after {timeout} s"
     if rc is None or not os.path.isfile(log):
         return False, "the test never ran to its end (no exit status reported)"
-    cases = [c for c in parse_test_progs(read_lines(log)).cases if selected(c.name, selector)]
-    ran = [c for c in cases if c.result != "SKIP"]
-    if not ran:
-        return False, f"no test matching {selector} ran (exit status {describe_status(rc)})"
-    failed = [c.name for c in ran if c.result == "FAIL"]
-    if failed:
-        return True, "failed: " + ", ".join(failed)
+    if selector.startswith("exit:"):
+        # a guest program, judged by its exit status: 1 is its failure;
+        # crashes and the like are no proof that it saw the bug
+        if rc == 1:
+            return True, f"{selector[5:].strip()} exited 1"
+    else:
+        cases = [c for c in parse_test_progs(read_lines(log)).cases
+                 if selected(c.name, selector)]
+        ran = [c for c in cases if c.result != "SKIP"]
+        if not ran:
+            return False, f"no test matching {selector} ran (exit status {describe_status(rc)})"
+        failed = [c.name for c in ran if c.result == "FAIL"]
+        if failed:
+            return True, "failed: " + ", ".join(failed)
     console = os.path.join(run_dir, "console.log")
     lines = read_lines(console) if os.path.isfile(console) else []
     # only what the kernel reported once the test had started is the bug's
@@ -492,6 +499,9 @@ def judge_regression(run_dir, selector, suite="regress"):
         if splats:
             n, kind, line = splats[0]
             return True, f"kernel {kind} while it ran: {line.strip()}"
+    if selector.startswith("exit:"):
+        return False, (f"it exited {describe_status(rc)}, not its failure status 1, "
+                       "and the kernel reported nothing")
     return False, "its tests ran and passed, and the kernel reported nothing"
 
 

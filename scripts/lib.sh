@@ -21,8 +21,8 @@ die() { echo "error: $*" >&2; exit 1; }
 
 check_variant() {
 	case "$1" in
-	upstream|baseline|patched|debug|noinline) ;;
-	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug or noinline)" ;;
+	upstream|baseline|patched|debug|noinline|hardened) ;;
+	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug, noinline or hardened)" ;;
 	esac
 }
 
@@ -31,7 +31,7 @@ variant_layers() {
 	case "$1" in
 	upstream) ;;
 	baseline) echo "$ROOT/kernel/baseline" ;;
-	patched|debug|noinline) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
+	patched|debug|noinline|hardened) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
 	esac
 }
 
@@ -54,10 +54,12 @@ variant_patches() {
 }
 
 # Config fragments of a variant, on top of allnoconfig: debug is the patched
-# tree with the kernel's memory, lock and RCU checkers on.
+# tree with the kernel's memory, lock and RCU checkers on, hardened the
+# patched tree with IBT and the rest of the hardening distributions use.
 variant_configs() {
 	echo "$ROOT/kernel/config/kptr.config"
 	[ "$1" != debug ] || echo "$ROOT/kernel/config/debug.config"
+	[ "$1" != hardened ] || echo "$ROOT/kernel/config/hardened.config"
 }
 
 # Print the patch files of a layer in series order (comments and blanks skipped).

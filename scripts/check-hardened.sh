@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build the hardened variant (patched + kernel/config/hardened.config: IBT
+# and more) and check that every kptr destructor keeps its ENDBR in it
+# (scripts/check-ibt-dtors.py): QEMU does not emulate IBT, so the only
+# place a sealed destructor shows is the binary.
+#
+#   check-hardened.sh        exit status 0 when every destructor is fine
+#
+# KERNEL_SRC/KERNEL_OBJ: check another prepared tree (check-regressions.sh)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+SRC=${KERNEL_SRC:-$(src_dir hardened)}
+OBJ=${KERNEL_OBJ:-$(obj_dir hardened)}
+VARIANT=hardened "$ROOT/scripts/build-kernel.sh" hardened
+python3 "$ROOT/scripts/check-ibt-dtors.py" --src "$SRC" --vmlinux "$OBJ/vmlinux"

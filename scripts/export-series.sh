@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Export the commits of a work tree as a patch layer:
+#
+#   export-series.sh TREE BASE [LAYER_DIR]
+#
+# TREE is a git worktree (e.g. one of build/linux, see README) whose commits
+# BASE..HEAD are the layer; LAYER_DIR (default kernel/patches) gets one
+# git format-patch file per commit, a series file listing them, and loses
+# the patch files of an earlier export.
+#
+# The files are reproducible: exporting the same commits again gives the
+# same bytes, so a diff of the layer shows only real changes. For that the
+# commits' author and committer dates are first set to one fixed date (the
+# commits are rewritten in place, with no change to their content), the From
+# lines carry no commit hash, and no signature is appended.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+TREE=$1 BASE=$2 LAYER=${3:-$ROOT/kernel/patches}
+FIXED_DATE=${FIXED_DATE:-"Thu, 1 Jan 2026 00:00:00 +0000"}
+git -C "$TREE" rev-parse -q --verify "$BASE" >/dev/null || die "$BASE is not a commit of $TREE"
+[ -z "$(git -C "$TREE" status --porcelain --untracked-files=no)" ] ||
+	die "$TREE has uncommitted changes: commit them first"
+
+# Fixed dates, by replaying the commits onto the base with the same trees
+stamp() {
+	local base=$1 c tip
+	tip=$(git -C "$TREE" rev-parse "$base")
+	for c in $(git -C "$TREE" rev-list --reverse "$base"..HEAD); do
+		tip=$(GIT_AUTHOR_DATE="$FIXED_DATE" GIT_COMMITTER_DATE="$FIXED_DATE" \
+			GIT_AUTHOR_NAME="$(git -C "$TREE" log -1 --format=%an "$c")" \
+			GIT_AUTHOR_EMAIL="$(git -C "$TREE" log -1 --format=%ae "$c")" \
+			git -C "$TREE" commit-tree "$c^{tree}" -p "$tip" \
+			-m "$(git -C "$TREE" log -1 --format=%B "$c")")
+	done
+	git -C "$TREE" reset -q --soft "$tip"
+}
+stamp "$BASE"
+
+mkdir -p "$LAYER"
+LAYER=$(cd "$LAYER" && pwd)	# git -C runs in TREE
+rm -f "$LAYER"/[0-9][0-9][0-9][0-9]-*.patch
+git -C "$TREE" format-patch -q --zero-commit --no-signature --numbered \
+	-o "$LAYER" "$BASE"..HEAD
+(cd "$LAYER" && ls [0-9][0-9][0-9][0-9]-*.patch) > "$LAYER/series"
+echo "exported $(wc -l < "$LAYER/series") patches of $TREE to ${LAYER#"$ROOT"/}"
