@@ -3,7 +3,9 @@
 # tests/bug-injections/NAME.patch, build our patched kernel with that bug put
 # back, boot it, run the subtests the patch names and require them to run
 # and FAIL (or the kernel to report a splat, tests/kernel-splats, while they
-# run). A test that did not run, was skipped or timed out is not a catch.
+# run, e.g. an oops that ended them). A test that did not run, was skipped
+# or timed out, and the kernel reported nothing, is not a catch; nor is a
+# guest that hung.
 # Injections under kasan/ are bugs only the debug kernel's checkers see
 # (KASAN, kmemleak, lockdep; also no stack zeroing): their kernel gets the
 # debug variant's config. Those under hardened/ show only in a hardened

@@ -66,7 +66,10 @@ def read_lines(path):
 #   SKIP (unsupported program type N) | SKIP (program uses an unsupported feature)
 #   Failed to create ...! | Failed to load kptr test BTF: ...   (fixup
 #        errors: the case goes on, its result comes on the next line)
-#   Failed to load BTF spec: '...'              (counted as an error, no FAIL)
+#   Failed to load BTF spec: '...'              (from load_btf_for_test():
+#        counted as an error, no FAIL, the case ends there; from a fixup
+#        such as create_map_spin_lock(): the case goes on, its result comes
+#        on the next line)
 #   FAIL                                        (details on the next lines)
 #   FAIL: can't get xlated program | FAIL: can't find ... | FAIL: found ...
 #   one word per test run: "Did not run the program (not supported|no
@@ -79,7 +82,8 @@ TV_SKIP = re.compile(r"SKIP( \((unsupported map type \d+|unsupported program typ
                      r"|program uses an unsupported feature)\))?")
 TV_MAP_SKIP = re.compile(r"SKIP \(unsupported map type \d+\)")
 TV_FIXUP_ERROR = re.compile(r"Failed to (create .*|load kptr test BTF: .*)")
-TV_FAIL = re.compile(r"FAIL(: .*)?|Failed to load BTF spec: .*")
+TV_FAIL = re.compile(r"FAIL(: .*)?")
+TV_BTF_SPEC = re.compile(r"Failed to load BTF spec: .*")
 TV_RUN = (r"(Did not run the program \((not supported|no permission)\)"
           r"|FAIL retval -?\d+ != -?\d+ \(run \d+/\d+\)"
           r"|FAIL: Unexpected bpf_prog_test_run error \([^()]*\) \(run \d+/\d+\))")
@@ -87,16 +91,21 @@ TV_RUNS = re.compile(r"(?P<runs>(%s ?)*)(?P<ok>(\d+ cases )?OK"
                      r"( \(NOTE: not executed due to unknown alignment\))?)?" % TV_RUN)
 # a whole output line of do_test_single() (descr excluded)
 TV_OUTPUT = re.compile("|".join("(%s)" % r.pattern for r in
-                                (TV_SKIP, TV_FIXUP_ERROR, TV_FAIL, TV_RUNS)))
+                                (TV_SKIP, TV_FIXUP_ERROR, TV_FAIL, TV_BTF_SPEC,
+                                 TV_RUNS)))
 
 
 def tv_result(outputs):
     """OK/FAIL/SKIP, why, SKIP count from do_test_single()'s lines for a case."""
     map_skips = sum(1 for o in outputs if TV_MAP_SKIP.fullmatch(o))
     outputs = [o for o in outputs if o.strip()]
-    for o in outputs:
+    for i, o in enumerate(outputs):
         if TV_FIXUP_ERROR.fullmatch(o) or TV_MAP_SKIP.fullmatch(o):
             continue            # fixup: maps and BTF made before the load
+        if TV_BTF_SPEC.fullmatch(o):
+            if i + 1 < len(outputs):
+                continue        # a fixup's BTF: the case went on
+            return "FAIL", "", 0    # the test's own BTF: an error
         if map_skips:
             break               # a map type is missing: the case is skipped
         if TV_SKIP.fullmatch(o):
@@ -475,6 +484,12 @@ def judge_regression(run_dir, selector, suite="regress"):
         return False, f"the test timed out after {timeout} s"
     if rc is None or not os.path.isfile(log):
         return False, "the test never ran to its end (no exit status reported)"
+    console = os.path.join(run_dir, "console.log")
+    lines = read_lines(console) if os.path.isfile(console) else []
+    # only what the kernel reported once the test had started is the bug's
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"guest: suite {suite}:")),
+                 None)
+    splats = find_splats(lines[start:]) if start is not None else []
     if selector.startswith("exit:"):
         # a guest program, judged by its exit status: 1 is its failure;
         # crashes and the like are no proof that it saw the bug
@@ -485,20 +500,19 @@ def judge_regression(run_dir, selector, suite="regress"):
                  if selected(c.name, selector)]
         ran = [c for c in cases if c.result != "SKIP"]
         if not ran:
+            # An oops kills the test in the middle: its report is the catch
+            # then, but only if the suite came to its end (exit status).
+            if splats:
+                n, kind, line = splats[0]
+                return True, (f"kernel {kind} while it ran, which ended it "
+                              f"(exit status {describe_status(rc)}): {line.strip()}")
             return False, f"no test matching {selector} ran (exit status {describe_status(rc)})"
         failed = [c.name for c in ran if c.result == "FAIL"]
         if failed:
             return True, "failed: " + ", ".join(failed)
-    console = os.path.join(run_dir, "console.log")
-    lines = read_lines(console) if os.path.isfile(console) else []
-    # only what the kernel reported once the test had started is the bug's
-    start = next((i for i, line in enumerate(lines) if line.startswith(f"guest: suite {suite}:")),
-                 None)
-    if start is not None:
-        splats = find_splats(lines[start:])
-        if splats:
-            n, kind, line = splats[0]
-            return True, f"kernel {kind} while it ran: {line.strip()}"
+    if splats:
+        n, kind, line = splats[0]
+        return True, f"kernel {kind} while it ran: {line.strip()}"
     if selector.startswith("exit:"):
         return False, (f"it exited {describe_status(rc)}, not its failure status 1, "
                        "and the kernel reported nothing")
