@@ -57,9 +57,10 @@ main() {
 		stage "configure kernel" make_config
 		echo "$stamp" > "$OBJ/.config-stamp"
 	fi
-	# One kernel build at a time on this machine, whoever starts it: two
-	# would share 2 cores and each take twice as long.
-	exec 9>"$BUILD/.kernel-build.lock"
+	# One kernel build at a time on this machine, whoever starts it and
+	# from whichever checkout: two would share 2 cores and each take twice
+	# as long.
+	exec 9>"${KERNEL_BUILD_LOCK:-/tmp/kptr-kernel-build.lock}"
 	flock 9
 	stage "build kernel" "${KMAKE[@]}" -s bzImage
 	exec 9>&-
