@@ -6,7 +6,9 @@
 # TREE is a git worktree (e.g. one of build/linux, see README) whose commits
 # BASE..HEAD are the layer; LAYER_DIR (default kernel/patches) gets one
 # git format-patch file per commit, a series file listing them, and loses
-# the patch files of an earlier export.
+# the patch files of an earlier export. If LAYER_DIR holds cover-letter.txt
+# (a subject line, a blank line, the text), it becomes the layer's
+# 0000-cover-letter.patch, with git's shortlog and diffstat, outside series.
 #
 # The files are reproducible: exporting the same commits again gives the
 # same bytes, so a diff of the layer shows only real changes. For that the
@@ -40,7 +42,21 @@ stamp "$BASE"
 mkdir -p "$LAYER"
 LAYER=$(cd "$LAYER" && pwd)	# git -C runs in TREE
 rm -f "$LAYER"/[0-9][0-9][0-9][0-9]-*.patch
+cover=()
+[ -f "$LAYER/cover-letter.txt" ] && cover=(--cover-letter)
 git -C "$TREE" format-patch -q --zero-commit --no-signature --numbered \
-	-o "$LAYER" "$BASE"..HEAD
-(cd "$LAYER" && ls [0-9][0-9][0-9][0-9]-*.patch) > "$LAYER/series"
+	"${cover[@]}" -o "$LAYER" "$BASE"..HEAD
+if [ ${#cover[@]} -gt 0 ]; then
+	# git's template has placeholders for the subject and the text
+	python3 - "$LAYER/0000-cover-letter.patch" "$LAYER/cover-letter.txt" <<'PY'
+import sys
+patch, text = sys.argv[1], open(sys.argv[2]).read()
+subject, _, body = text.partition("\n\n")
+p = open(patch).read()
+p = p.replace("*** SUBJECT HERE ***", subject.strip(), 1)
+p = p.replace("*** BLURB HERE ***", body.rstrip("\n"), 1)
+open(patch, "w").write(p)
+PY
+fi
+(cd "$LAYER" && ls [0-9][0-9][0-9][0-9]-*.patch | grep -v '^0000-') > "$LAYER/series"
 echo "exported $(wc -l < "$LAYER/series") patches of $TREE to ${LAYER#"$ROOT"/}"
