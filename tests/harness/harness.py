@@ -9,22 +9,28 @@
 A fixture (fixtures/*.fixture) is a guest run in miniature and the verdict it
 must get. Header lines "KEY: VALUE" first, then sections "--- NAME":
 
-    check:   suite (default), matrix, splats or regression
+    check:   suite (default), matrix, splats, regression or ktap (the
+             suite's KTAP, judge.py's, must be the "--- ktap" section, and
+             valid KTAP)
     hole:    the number of the issue-19 hole it proves (documentation)
     row:     the matrix row (suite, matrix)
     rc:      the suite's exit status (suite, regression); absent: none reported
     timeout: the limit the guest stopped the suite at (suite, regression)
     selector: the Caught-by tests (regression)
     verdict: pass | fail (suite), ok | error (matrix), clean | KIND (splats),
-             caught | missed (regression)
+             caught | missed (regression), same (ktap)
     counts:  "P F S" the judge must count (suite)
     says:    a text the judge's report must contain (may repeat)
     --- log       the suite's stdout (absent: no output reported)
     --- known     tests/known-failures/KIND for this run
     --- list NAME tests/expected-failures/NAME for this run
     --- console   the kernel console (splats, regression)
+    --- ktap      the KTAP document of the suite (ktap)
 """
+import contextlib
+import difflib
 import glob
+import io
 import os
 import re
 import shutil
@@ -107,8 +113,129 @@ def new_verdict(fx, tmp):
     if "known" in fx.sections:
         open(os.path.join(known, row.kind), "w").write(fx.text("known"))
     v = judge.judge_suite(row, run, known, lists)
+    if check == "ktap":
+        got = judge.ktap_document([(row.suite, "ok", "", judge.verdict_tests(v))])
+        problems = ktap_problems(got)
+        if got != fx.sections["ktap"]:
+            problems.append("differs from the fixture's:\n" + "\n".join(difflib.unified_diff(
+                fx.sections["ktap"], got, "fixture", "judge.py", lineterm="")))
+        return ("same" if not problems else "different"), \
+            (v.passed, v.failed, v.skipped), "\n".join(problems)
     return ("fail" if v.failed else "pass"), (v.passed, v.failed, v.skipped), \
         "\n".join(v.problems)
+
+
+# ------------------------------------------------------------------- KTAP
+KTAP_RESULT = re.compile(r"(ok|not ok) (\d+)( [^#]*)?( # (SKIP|TODO|XFAIL|TIMEOUT|ERROR).*)?")
+
+
+def ktap_problems(lines, depth=0):
+    """What makes LINES no valid KTAP document (Documentation/dev-tools/
+    ktap.rst), read on its own: the version line, a plan, results numbered
+    1..N in order, subtests as indented documents before their parent's
+    result, a parent "not ok" when a subtest is. Written apart from
+    judge.py, so that the judge's writer is checked by another reader."""
+    where = f"(depth {depth})"
+    if not lines or lines[0] != "KTAP version 1":
+        return [f"{where} does not start with 'KTAP version 1': {lines[:1]}"]
+    problems, planned, number, i = [], None, 0, 1
+    sub_failed = None           # None: no subtest before the next result
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("    "):
+            block = []
+            while i < len(lines) and lines[i].startswith("    "):
+                block.append(lines[i][4:])
+                i += 1
+            # "# Subtest: NAME" comes right after the nested version line
+            body = [block[0]] + [ln for ln in block[1:2] if not ln.startswith("# Subtest:")] \
+                + block[2:]
+            problems += ktap_problems(body, depth + 1)
+            sub_failed = any(re.match(r"not ok \d+", ln) for ln in body)
+            continue
+        i += 1
+        if planned is None:
+            m = re.fullmatch(r"1\.\.(\d+)", line)
+            if not m:
+                problems.append(f"{where} no plan after the version line: {line!r}")
+                return problems
+            planned = int(m.group(1))
+            continue
+        if line.startswith("#"):
+            continue            # a diagnostic line
+        m = KTAP_RESULT.fullmatch(line)
+        if not m:
+            problems.append(f"{where} neither a result nor a diagnostic: {line!r}")
+            continue
+        number += 1
+        if int(m.group(2)) != number:
+            problems.append(f"{where} result numbered {m.group(2)}, expected {number}")
+        if sub_failed and m.group(1) == "ok":
+            problems.append(f"{where} {line!r}: ok, but a subtest of it is not ok")
+        sub_failed = None
+    if planned is not None and number != planned:
+        problems.append(f"{where} plan 1..{planned}, but {number} results")
+    return problems
+
+
+def check_suite_selection():
+    """make check SUITES=... TEST_FILTER=...: matrix.py picks the named
+    suites only, refuses a name the kernel has not (listing its suites), and
+    a filter replaces test_progs' -t selection (a second -t would widen it)
+    but leaves other rows alone."""
+    problems = []
+    rows = [matrix.parse_row(r, default_timeout=300) for r in (
+        "k a k test_progs pass ./test_progs -v -t kptr_maps",
+        "k b k exit pass ./kptr_demo -t x", "k c k test_progs pass ./test_progs")]
+    picked = [r.suite for r in matrix.select_rows(rows, "k", ["c", "a"])]
+    if picked != ["a", "c"]:
+        problems.append(f"SUITES a c picked {picked}")
+    try:
+        matrix.select_rows(rows, "k", ["nope"])
+        problems.append("an unknown suite was accepted")
+    except matrix.MatrixError as e:
+        if "its suites: a b c" not in str(e):
+            problems.append(f"the error does not list the suites: {e}")
+    plans = [matrix.plan_line(r, "kptr_maps/hash*") for r in rows]
+    want = ["run_suite a 300 /tests/k ./test_progs -v -t 'kptr_maps/hash*'",
+            "run_suite b 300 /tests/k ./kptr_demo -t x",
+            "run_suite c 300 /tests/k ./test_progs -t 'kptr_maps/hash*'"]
+    if plans != want:
+        problems.append(f"plans with a filter: {plans}")
+    return problems
+
+
+def check_ktap_kernel():
+    """judge.py kernel and ktap: a kernel's run of two suites and a guest
+    that failed, then two kernels' results merged, are valid KTAP with the
+    right results at each level."""
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "matrix")
+        open(path, "w").write("k1 a k1 exit pass ./a\nk1 b k1 exit fail rc=1 ./b\n"
+                              "k2 a k2 exit pass ./a\n")
+        runs = []
+        for kernel, rcs in (("k1", {"a": 0, "b": 0}), ("k2", {"a": 0})):
+            run = os.path.join(tmp, "runs", kernel)
+            runs.append(run)
+            os.makedirs(run)
+            for suite, rc in rcs.items():
+                open(os.path.join(run, f"{suite}.log"), "w").write("")
+                open(os.path.join(run, f"{suite}.rc"), "w").write(f"{rc}\n")
+            with contextlib.redirect_stdout(io.StringIO()):
+                totals = judge.judge_kernel(path, kernel, run, guest_failed=kernel == "k1")
+            if totals != {"k1": (1, 2, 0), "k2": (1, 0, 0)}[kernel]:
+                problems.append(f"{kernel}: totals {totals}")
+        merged = os.path.join(tmp, "results.ktap")
+        judge.main(["judge.py", "ktap", merged] + runs)
+        lines = open(merged).read().splitlines()
+        problems += ktap_problems(lines)
+        for want in ("not ok 1 k1", "ok 2 k2", "        not ok 1 b", "    not ok 2 b",
+                     "    not ok 3 guest", "        ok 1 a"):
+            if want not in lines:
+                problems.append(f"no line {want!r} in:\n      " + "\n      ".join(lines))
+                break
+    return problems
 
 
 def run_fixture(fx):
@@ -136,6 +263,8 @@ def old_verdict(fx, main_dir, tmp):
     run, known, lists = make_run(fx, tmp)
     if check == "matrix":
         return "ok"             # its check.sh read rows with awk, unchecked
+    if check == "ktap":
+        return "no KTAP"        # it wrote none
     if check == "splats":
         return old_splats(fx, main_dir)
     if check == "regression":
@@ -253,9 +382,9 @@ def check_guest_timeout():
 
 
 def run_check_series(scripts_dir, tmp):
-    """check-series.sh of SCRIPTS_DIR on a two-patch layer, with the kernel
-    and test builds stubbed: patch 2 breaks the selftests' build only.
-    (exit status, output)"""
+    """check-series.sh of SCRIPTS_DIR on a three-patch layer, with the
+    kernel, test and docs builds stubbed: patch 2 breaks the selftests'
+    build only, patch 3 adds a page with a warning. (exit status, output)"""
     root = os.path.join(tmp, "root")
     env = dict(os.environ, GIT_AUTHOR_NAME="h", GIT_AUTHOR_EMAIL="h@h", GIT_COMMITTER_NAME="h",
                GIT_COMMITTER_EMAIL="h@h", BUILD_DIR=os.path.join(root, "build"))
@@ -273,6 +402,8 @@ def run_check_series(scripts_dir, tmp):
         "build-kernel.sh": 'echo "kernel of $KERNEL_SRC built"',
         # the selftests of a prefix fail to build once a patch broke them
         "build-tests.sh": 'echo "CTESTS=$CTESTS"; [ ! -e "$KERNEL_SRC/BROKEN_TESTS" ]',
+        # a page that says WARNING has one
+        "check-docs.sh": '! grep -rq WARNING "$1/Documentation"',
     }
     for name, body in stubs.items():
         path = os.path.join(root, "scripts", name)
@@ -292,7 +423,9 @@ def run_check_series(scripts_dir, tmp):
        "touch tools/testing/selftests/bpf/prog_tests/kptr_maps.c && git add . && "
        "git commit -qm 'selftests/bpf: add kptr_maps' && "
        "touch BROKEN_TESTS && git add . && git commit -qm 'bpf: break the selftests' && "
-       f"git format-patch -q -2 -o {root}/kernel/patches && "
+       "mkdir -p Documentation/bpf && echo WARNING > Documentation/bpf/kptrs.rst && "
+       "git add . && git commit -qm 'Documentation/bpf: a page with a warning' && "
+       f"git format-patch -q -3 -o {root}/kernel/patches && "
        f"(cd {root}/kernel/patches && ls *.patch > series)", tree)
     out = subprocess.run(["bash", os.path.join(root, "scripts", "check-series.sh"), "patches"],
                          env=env, capture_output=True, text=True, timeout=60)
@@ -301,7 +434,8 @@ def run_check_series(scripts_dir, tmp):
 
 def check_series():
     """check-series.sh builds each prefix's selftests and fails the patch
-    that breaks them (the kernel builds are stubbed)."""
+    that breaks them, and checks the docs of a patch that changes a page
+    (the kernel, tests and docs builds are stubbed)."""
     with tempfile.TemporaryDirectory() as tmp:
         rc, out = run_check_series(os.path.join(ROOT, "scripts"), tmp)
         tests_log = open(os.path.join(tmp, "root", "build", "bisect", "tests-1.log")).read()
@@ -314,6 +448,10 @@ def check_series():
         problems.append("patch 1 is not reported as building with its tests")
     if not re.search(r"^0002-\S+: builds in \d+s; TESTS BUILD FAILED", out, re.M):
         problems.append("patch 2 is not reported as breaking the tests' build")
+    if re.search(r"^000[12]-.*docs", out, re.M):
+        problems.append("the docs of a patch that changes no page were checked")
+    if not re.search(r"^0003-\S+: .*; DOCS WARNINGS", out, re.M):
+        problems.append("patch 3's page with a warning is not reported")
     if problems:
         problems.append("output:\n      " + out.replace("\n", "\n      "))
     return problems
@@ -348,7 +486,9 @@ def main(argv):
         for p in problems:
             print(f"     {p}")
     checks = (("project files", check_files), ("guest timeout", check_guest_timeout),
-              ("check-series builds the tests", check_series))
+              ("check-series: each patch's tests and docs", check_series),
+              ("KTAP of a kernel's run and of several kernels", check_ktap_kernel),
+              ("SUITES and TEST_FILTER", check_suite_selection))
     for name, check in checks:
         problems = check()
         failed += bool(problems)
