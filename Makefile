@@ -1,16 +1,25 @@
-# Entry points. Everything is built under build/ (ignored by git).
+# Entry points. Everything is built under build/ (ignored by git). Each one
+# first installs the Debian packages it needs when some are missing
+# (scripts/install-deps.sh: apt-get, as root or through sudo).
 #
-#   make demo     build our kernel, boot it in QEMU, show kptrs at work
+#   make demo     the main job: build our kernel, boot it in QEMU, show kptrs at work
 #   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
-#                 (runs make test-harness first)
-#   make test-harness  the judge's and matrix's own tests, host only, seconds
+#                 (runs make test-harness first); results also in build/results.ktap
+#   make check SUITES="kptr_maps kptr_objs" [TEST_FILTER='kptr_maps/hash*']
+#                 only those suites, on one kernel (VARIANT), booting nothing else
+#   make shell    boot VARIANT's kernel with its tests and bpftool, shell on the console
+#   make run CMD='./test_progs -t kptr_maps'   boot, run CMD, print its output and status
+#   make test-harness  the judge's, matrix's and bench statistics' own tests,
+#                 host only, seconds
 #   make check-debug  our kernel with KASAN, kmemleak, lockdep: kptr tests, stress, fuzz
 #   make check-regressions  each regression test fails with its bug put back
 #   make check-hardened  an IBT kernel build: every kptr destructor keeps its ENDBR
 #   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
-#                 builds, checkpatch clean
-#   make bench    kptr benchmarks on patched, noinline and upstream
-#                 (BENCH_KERNELS), results in build/bench/
+#                 builds, checkpatch clean, the docs build without warnings
+#   make bench    kptr benchmarks in instruction counts (and TCG time) on
+#                 patched, upstream 6.1, upstream 6.12 and noinline
+#                 (BENCH_KERNELS), results in build/bench/report.md
+#   make deps     only install the missing packages
 #
 # VARIANT picks the kernel for the single-variant targets:
 #   upstream  pristine Debian linux-source-6.1 (has upstream's kptrs)
@@ -18,52 +27,70 @@
 #   patched   baseline plus our series (kernel/patches), the default
 #   debug     patched with the kernel's memory, lock and RCU checkers
 #   noinline  patched without the bpf_kptr_xchg() inlining (bench's "before")
+#   upstream612  Debian's linux-source-6.12 as it is: make bench's peer kernel
 #   hardened  patched with IBT and distribution hardening (check-hardened)
 
 VARIANT ?= patched
 # The demo runs on our kernel; DEMO_VARIANT=upstream shows 6.1 doing the same.
 DEMO_VARIANT ?= patched
-# Kernels to test; empty means every kernel named in tests/matrix.
+# Kernels to test; empty means every kernel named in tests/matrix (with
+# SUITES: VARIANT alone).
 KERNELS ?=
+# Suites of tests/matrix to run (empty: all), and a test_progs -t selection
+# for their test_progs rows.
+SUITES ?=
+TEST_FILTER ?=
+# make run's command, run with sh in the guest's /tests/VARIANT
+CMD ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-series prepare kernel tests clean distclean
+.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-series shell run prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
 deps:
 	scripts/install-deps.sh
 
-demo:
+demo: deps
 	scripts/demo.sh $(DEMO_VARIANT)
 
 test-harness:
 	tests/harness/run-tests.sh
+	tests/bench/run-tests.sh
 
-check:
-	scripts/check.sh $(KERNELS)
+check: deps
+	SUITES="$(SUITES)" TEST_FILTER="$(TEST_FILTER)" VARIANT=$(VARIANT) scripts/check.sh $(KERNELS)
+
+shell: deps
+	scripts/boot.sh shell $(VARIANT)
+
+run: deps
+	$(if $(CMD),,$(error usage: make run CMD='command' [VARIANT=...]))
+	scripts/boot.sh run $(VARIANT) '$(subst ','\'',$(CMD))'
 
 # KASAN and lockdep slow everything down: longer default suite limits.
-check-debug:
+check-debug: deps
 	MATRIX=tests/matrix.debug SUITE_TIMEOUT=1200 scripts/check.sh debug
 
-check-regressions:
+check-regressions: deps
 	scripts/check-regressions.sh
 
-check-hardened:
+check-hardened: deps
 	scripts/check-hardened.sh
 
 check-series:
+	scripts/install-deps.sh docs
 	scripts/check-series.sh $(LAYER)
 
 bench:
+	scripts/install-deps.sh bench
 	scripts/bench.sh
 
-prepare:
+prepare: deps
 	scripts/prepare-tree.sh $(VARIANT)
 
-kernel:
+kernel: deps
 	scripts/build-kernel.sh $(VARIANT)
 
 tests: kernel

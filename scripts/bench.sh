@@ -1,369 +1,282 @@
 #!/usr/bin/env bash
 # Benchmark kptrs on several kernels: build bench/kptr_bench against each
-# variant's vmlinux.h and libbpf, boot each kernel in turn (one guest at a
-# time, BENCH_PASSES boots per kernel in alternating order), run the
-# benchmark there and compare.
+# kernel's vmlinux.h and libbpf, boot each kernel in turn (one guest at a
+# time), run the benchmark there and collect what it prints. The statistics
+# (medians, ranges, ratios, determinism, targets, growth) are
+# scripts/bench_stats.py's; this script only builds, boots and collects.
 #
 #   bench.sh [--report] [KERNEL...]   default: $BENCH_KERNELS or
-#                                     "patched noinline upstream"
+#                                     "patched upstream upstream612 noinline"
 #
-# Writes build/bench/results.csv (one row per kernel and case, the passes
-# folded together; each pass's rows in build/bench/pass-N/), ratios.md (each
-# kernel against BENCH_REF, default upstream, the within-kernel ratios and
-# the targets), bench.png (gnuplot), and prints ratios.md.
+# Two modes, each run BENCH_PASSES times per kernel, passes alternating the
+# kernels' order:
+#   icount  (default) one CPU, QEMU -icount shift=0,sleep=off, and the guest
+#           told its TSC runs at 1 GHz: the TSC then advances one tick per
+#           guest instruction, so every duration the guest measures is an
+#           instruction count, the same in every run whatever the host does.
+#   time    TCG wall-clock on two CPUs, for what needs several CPUs
+#           (contention) and as the real-time figures beside the counts:
+#           noisy (10-25 % between runs on a busy host).
+# BENCH_MODES ("icount time") picks them; BENCH_TIME_KERNELS ("patched
+# upstream upstream612") are the kernels of the time mode, which runs the target cases
+# and contention, not the scale table.
 #
-# BENCH_ROUNDS (21), BENCH_ROUND_MS (20), BENCH_LOAD_ROUNDS (15) are passed
-# to the guest, see bench/kptr_bench.c; BENCH_PASSES (2); BENCH_TSC_KHZ
-# overrides the measured host TSC frequency the guests are given. Kernels
-# and their tests are built first when needed, one at a time.
+# Writes build/bench/MODE/pass-N/KERNEL.csv (the guest's lines), then
+# bench_stats.py writes results.csv, report.md and plots/; gnuplot draws
+# plots/*.png. --report: only the statistics and charts, from the passes
+# already there.
+#
+# Results of kernels not in this run stay and are reported with the others
+# (rm -r build/bench to start afresh). BENCH_BUILD=0 skips the builds.
+# BENCH_PASSES (2), BENCH_ROUNDS, BENCH_ROUND_US and BENCH_LOAD_ROUNDS per
+# mode (see below and bench/kptr_bench.c), BENCH_TSC_KHZ overrides the host
+# TSC frequency the time mode's guests are given. Kernels and what the
+# benchmark needs of their tests are built first when needed, one at a time.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-# --report: only fold, compare and draw the passes already in build/bench.
 REPORT_ONLY=0
 if [ "${1:-}" = --report ]; then
 	REPORT_ONLY=1
 	shift
 fi
 # shellcheck disable=SC2206
-KERNELS=(${*:-${BENCH_KERNELS:-patched noinline upstream}})
+KERNELS=(${*:-${BENCH_KERNELS:-patched upstream upstream612 noinline}})
+# shellcheck disable=SC2206
+MODES=(${BENCH_MODES:-icount time})
+# shellcheck disable=SC2206
+TIME_KERNELS=(${BENCH_TIME_KERNELS:-patched upstream upstream612})
 BENCH=$BUILD/bench
-BENCH_ROUNDS=${BENCH_ROUNDS:-21}
-BENCH_ROUND_MS=${BENCH_ROUND_MS:-20}
 BENCH_PASSES=${BENCH_PASSES:-2}
-BENCH_LOAD_ROUNDS=${BENCH_LOAD_ROUNDS:-15}
-# A benchmark boot takes about a minute; a hang should not cost 40.
-export GUEST_TIMEOUT=${GUEST_TIMEOUT:-900}
+# A benchmark boot takes a few minutes; a hang should not cost 40.
+export GUEST_TIMEOUT=${GUEST_TIMEOUT:-1800}
 
 need "$CLANG" clang-19
 need gnuplot gnuplot-nox
+need python3 python3
 
-# The reference the other kernels are compared with: upstream when it is
-# benchmarked, else the last kernel named.
-REF=${BENCH_REF:-}
-if [ -z "$REF" ]; then
-	REF=${KERNELS[${#KERNELS[@]}-1]}
-	for k in "${KERNELS[@]}"; do
-		[ "$k" = upstream ] && REF=upstream
+# The kernel our series is judged on and its reference: patched against
+# upstream 6.1, and 6.12 as the peer.
+TARGET=${BENCH_TARGET:-patched}
+REF=${BENCH_REF:-upstream}
+PEER=upstream612
+
+# BENCH_EXTRA="NAME=BZIMAGE[:VARIANT] ...": kernels that are no variant, a
+# work-in-progress tree built with build-kernel.sh's KERNEL_SRC/KERNEL_OBJ
+# (e.g. a proposed kernel fix): NAME boots BZIMAGE, and its benchmark is
+# built with VARIANT's (default patched) libbpf, vmlinux.h and flags. Name
+# it in BENCH_KERNELS (or BENCH_TIME_KERNELS) to run it.
+extra_field() {
+	local name=$1 field=$2 e
+	for e in ${BENCH_EXTRA:-}; do
+		[ "${e%%=*}" = "$name" ] || continue
+		e=${e#*=}
+		case "$field" in
+		image) echo "${e%%:*}" ;;
+		variant) [ "${e#*:}" != "$e" ] && echo "${e#*:}" || echo patched ;;
+		esac
+		return 0
 	done
-fi
+	return 1
+}
+
+# The variant whose tests (libbpf, vmlinux.h) a kernel's benchmark uses.
+tests_variant() {
+	extra_field "$1" variant || echo "$1"
+}
+
+# What each kernel's BPF programs can use (see bench/kptr_bench.bpf.c).
+bpf_flags() {
+	case "$(tests_variant "$1")" in
+	upstream) echo "-DBENCH_KPTRS -DBENCH_KPTR_GET" ;;
+	baseline) echo "" ;;
+	upstream612) echo "-DBENCH_KPTRS -DBENCH_TASK_KFUNCS -DBENCH_KPTR_612" ;;
+	*) echo "-DBENCH_KPTRS -DBENCH_KPTR_GET -DBENCH_TASK_KFUNCS" ;;
+	esac
+}
+
+# Each mode's guest settings: the QEMU and kernel command line, the sets of
+# cases, rounds and their length (BENCH_ROUND_US: in instruction mode a
+# round of 300k instructions is mostly free of timer ticks, so the median
+# round is the exact count).
+mode_env() {
+	case "$1" in
+	icount)
+		GUEST_SMP=1
+		GUEST_QEMU_ARGS="-icount shift=0,sleep=off"
+		MODE_CMDLINE="tsc_early_khz=1000000 tsc=reliable"
+		SETS=${BENCH_SETS_ICOUNT:-targets,scale}
+		ROUNDS=${BENCH_ROUNDS_ICOUNT:-7}
+		ROUND_US=${BENCH_ROUND_US_ICOUNT:-300}
+		LOAD_ROUNDS=${BENCH_LOAD_ROUNDS_ICOUNT:-3}
+		UNIT=ins
+		;;
+	time)
+		GUEST_SMP=2,sockets=2,cores=1
+		GUEST_QEMU_ARGS=""
+		MODE_CMDLINE="tsc_early_khz=$TSC_KHZ tsc=reliable"
+		SETS=${BENCH_SETS_TIME:-targets,contention}
+		ROUNDS=${BENCH_ROUNDS_TIME:-11}
+		ROUND_US=${BENCH_ROUND_US_TIME:-10000}
+		LOAD_ROUNDS=${BENCH_LOAD_ROUNDS_TIME:-5}
+		UNIT=ns
+		;;
+	*) die "unknown bench mode '$1' (icount or time)" ;;
+	esac
+}
+
+# Every kernel of the modes that run, once.
+all_kernels() {
+	{
+		[[ " ${MODES[*]} " != *" icount "* ]] || printf '%s\n' "${KERNELS[@]}"
+		[[ " ${MODES[*]} " != *" time "* ]] || printf '%s\n' "${TIME_KERNELS[@]}"
+	} | awk '!seen[$0]++'
+}
 
 # Build what the benchmark needs first, so that nothing fails after the
-# first boot: each kernel and its tests (vmlinux.h, libbpf, bpftool), and the
-# upstream tests for their map_kptr.bpf.o. Both steps do nothing (kernel) or
-# little (tests) when up to date.
+# first boot: each kernel, its libbpf, bpftool, vmlinux.h and
+# bpf_testmod.ko, and upstream 6.1's map_kptr.bpf.o.
 build_inputs() {
-	local k
-	for k in $(printf '%s\n' "${KERNELS[@]}" upstream | awk '!seen[$0]++'); do
+	local k variants
+	variants=$(for k in $(all_kernels); do tests_variant "$k"; done | awk '!seen[$0]++')
+	for k in $variants upstream; do
 		check_variant "$k"
+	done
+	for k in $(echo "$variants" | grep -vx upstream) upstream; do
 		VARIANT=$k "$ROOT/scripts/build-kernel.sh" "$k"
-		VARIANT=$k "$ROOT/scripts/build-tests.sh" "$k"
+		VARIANT=$k BENCH_ONLY=1 BENCH_OBJS="$([ "$k" != upstream ] || echo map_kptr.bpf.o)" \
+			"$ROOT/scripts/build-tests.sh" "$k"
 	done
 	[ -f "$SELFTEST_OBJ" ] || die "$SELFTEST_OBJ missing after building the upstream tests"
 }
 
 # Upstream 6.1's kptr selftest object, loaded by the load_selftest case: the
-# same file on every kernel, so its load times compare.
+# same file on every 6.1 kernel, so its load times compare (6.12 refuses
+# 6.1's kptr_ref tag).
 SELFTEST_OBJ=$(test_dir upstream)/map_kptr.bpf.o
 
-# build/bench/VARIANT/: kptr_bench and the selftest object, the only files
-# there, so that run-guest.sh copies nothing else into the guest; scratch
-# files go to obj/.
+# build/bench/bin/KERNEL/: kptr_bench, the selftest object and, for 6.12,
+# bpf_testmod.ko, the only files there, so that run-guest.sh copies nothing
+# else into the guest; scratch files go to obj/.
 build_bench() {
-	local k=$1 out dir
-	out=$(test_dir "$k")
-	dir=$BENCH/$k
+	local k=$1 out dir o
+	out=$(test_dir "$(tests_variant "$k")")
+	dir=$BENCH/bin/$k
+	rm -rf "$dir"
 	mkdir -p "$dir/obj"
-	"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
-		-I"$out/tools/include" -c "$ROOT/bench/kptr_bench.bpf.c" \
-		-o "$dir/obj/kptr_bench.bpf.o"
-	"$out/tools/sbin/bpftool" gen skeleton "$dir/obj/kptr_bench.bpf.o" \
-		name kptr_bench > "$dir/obj/kptr_bench.skel.h"
+	for o in kptr_bench kptr_scale; do
+		# shellcheck disable=SC2046
+		"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
+			$(bpf_flags "$k") -I"$out/tools/include" -c "$ROOT/bench/$o.bpf.c" \
+			-o "$dir/obj/$o.bpf.o"
+		"$out/tools/sbin/bpftool" gen skeleton "$dir/obj/$o.bpf.o" \
+			name "$o" > "$dir/obj/$o.skel.h"
+	done
 	gcc -g -O2 -Wall -Werror -I"$dir/obj" -I"$out/tools/include" \
 		"$ROOT/bench/kptr_bench.c" "$out/tools/build/libbpf/libbpf.a" \
 		-lelf -lz -lpthread -o "$dir/kptr_bench"
-	cp "$SELFTEST_OBJ" "$dir/"
+	if is_peer_variant "$(tests_variant "$k")"; then
+		# 6.12 keeps bpf_kfunc_call_test_acquire() in bpf_testmod
+		cp "$out/bpf_testmod.ko" "$dir/"
+	else
+		cp "$SELFTEST_OBJ" "$dir/"
+	fi
 }
 
-# run_bench KERNEL PASS: one boot of KERNEL, its CSV rows to pass-PASS/.
+# run_bench MODE KERNEL PASS: one boot of KERNEL, its lines to
+# MODE/pass-PASS/KERNEL.csv.
 run_bench() {
-	local k=$1 pass=$2 run=$BUILD/runs/bench-$1-$2
-	mkdir -p "$run"
+	local mode=$1 k=$2 pass=$3 run=$BUILD/runs/bench-$1-$2-$3
+	mode_env "$mode"
+	mkdir -p "$run" "$BENCH/$mode/pass-$pass"
 	cat > "$run/plan.sh" <<-EOF
-		export BENCH_ROUNDS=$BENCH_ROUNDS BENCH_ROUND_MS=$BENCH_ROUND_MS
-		export BENCH_LOAD_ROUNDS=$BENCH_LOAD_ROUNDS
-		run_suite bench ${SUITE_TIMEOUT:-2000} /tests/$k ./kptr_bench $k
+		export BENCH_UNIT=$UNIT BENCH_SETS=$SETS BENCH_ROUNDS=$ROUNDS
+		export BENCH_ROUND_US=$ROUND_US BENCH_LOAD_ROUNDS=$LOAD_ROUNDS
+		[ ! -f /tests/$k/bpf_testmod.ko ] || insmod /tests/$k/bpf_testmod.ko
+		run_suite bench ${SUITE_TIMEOUT:-1700} /tests/$k ./kptr_bench $k
 	EOF
-	GUEST_CMDLINE="tsc_early_khz=$TSC_KHZ tsc=reliable ${GUEST_CMDLINE:-}" \
-		"$ROOT/scripts/run-guest.sh" "$k" "$run" "$run/plan.sh" "$BENCH/$k"
+	GUEST_SMP=$GUEST_SMP GUEST_QEMU_ARGS=$GUEST_QEMU_ARGS \
+		GUEST_CMDLINE="$MODE_CMDLINE ${GUEST_CMDLINE:-}" \
+		KERNEL_IMAGE=$(extra_field "$k" image || true) \
+		"$ROOT/scripts/run-guest.sh" "$(tests_variant "$k")" "$run" "$run/plan.sh" \
+		"$BENCH/bin/$k"
+	grep -v '^$' "$run/bench.stderr.log" >&2 || true
 	if [ "$(cat "$run/bench.rc" 2>/dev/null)" != 0 ]; then
-		echo "--- kptr_bench failed on $k; its stderr:" >&2
-		tail -40 "$run/bench.stderr.log" >&2 || true
+		echo "--- kptr_bench failed on $k ($mode)" >&2
 		return 1
 	fi
-	grep -E "^$k,[a-z0-9_]+,[-0-9.]+,[-0-9.]+,[-0-9.]+,[0-9]+,[0-9]+$" \
-		"$run/bench.log" > "$BENCH/pass-$pass/$k.csv"
-	grep -v '^$' "$run/bench.stderr.log" >&2 || true
+	# only result lines; bench_stats.py refuses anything else
+	grep -E "^$k," "$run/bench.log" > "$BENCH/$mode/pass-$pass/$k.csv"
+	cp "$run/boot-seconds" "$BENCH/$mode/pass-$pass/$k.seconds"
 }
 
-# Fold the passes into one row per kernel and case: the median of the
-# passes' medians, the lowest min, the highest max, all rounds.
-merge() {
-	echo "kernel,case,median_ns,min_ns,max_ns,rounds,repeat"
-	cat "$BENCH"/pass-*/*.csv | awk -F, '
-	{
-		key = $1 "," $2
-		if (!(key in n)) { order[++nk] = key; lo[key] = $4; hi[key] = $5; rep[key] = $7 }
-		m[key, ++n[key]] = $3
-		if ($4 < lo[key]) lo[key] = $4
-		if ($5 > hi[key]) hi[key] = $5
-		if ($7 > rep[key]) rep[key] = $7
-		rounds[key] += $6
-	}
-	END {
-		for (j = 1; j <= nk; j++) {
-			key = order[j]; c = n[key]
-			# insertion sort of the few pass medians
-			for (a = 2; a <= c; a++)
-				for (b = a; b > 1 && m[key, b - 1] > m[key, b]; b--) {
-					t = m[key, b]; m[key, b] = m[key, b - 1]; m[key, b - 1] = t
-				}
-			med = c % 2 ? m[key, (c + 1) / 2] : (m[key, c / 2] + m[key, c / 2 + 1]) / 2
-			printf "%s,%.2f,%s,%s,%d,%s\n", key, med, lo[key], hi[key], rounds[key], rep[key]
-		}
-	}'
-}
-
-# The ratio table, the within-kernel ratios and the targets, as markdown.
-# Reads results.csv; the kernels in command-line order, REF the reference.
-report() {
-	awk -F, -v kernels="${KERNELS[*]}" -v ref="$REF" '
-	NR == 1 { next }
-	{
-		if (!(($2) in seen)) { seen[$2] = 1; order[++n] = $2 }
-		med[$1, $2] = $3; lo[$1, $2] = $4; hi[$1, $2] = $5
-	}
-	function have(k, c) { return ((k, c) in med) }
-	function r(a, b) { return b > 0 ? a / b : 0 }
-	# How a case is shown: ns with enough digits, loads in ms.
-	function fmt(k, c) {
-		if (!have(k, c))
-			return "-"
-		if (c ~ /^load_/)
-			return sprintf("%.2f ms (%.2f-%.2f)", med[k, c] / 1e6,
-				       lo[k, c] / 1e6, hi[k, c] / 1e6)
-		return sprintf("%.2f (%.2f-%.2f)", med[k, c], lo[k, c], hi[k, c])
-	}
-	function verdict(ok) { return ok ? "**met**" : "**not met**" }
-	END {
-		nk = split(kernels, ks, " ")
-		target = ks[1]
-		if (target == ref && nk > 1)
-			target = ks[2]
-		printf "### Results (median, min-max; ns per op unless noted)\n\n"
-		printf "| case |"
-		for (i = 1; i <= nk; i++) printf " %s |", ks[i]
-		for (i = 1; i <= nk; i++) if (ks[i] != ref) printf " %s/%s |", ks[i], ref
-		printf "\n|---|"
-		for (i = 1; i <= nk; i++) printf "---:|"
-		for (i = 1; i <= nk; i++) if (ks[i] != ref) printf "---:|"
-		printf "\n"
-		for (j = 1; j <= n; j++) {
-			c = order[j]
-			printf "| %s |", c
-			for (i = 1; i <= nk; i++) printf " %s |", fmt(ks[i], c)
-			for (i = 1; i <= nk; i++) {
-				if (ks[i] == ref) continue
-				# below 1 ns (loop) a ratio is only noise
-				if (have(ks[i], c) && have(ref, c) && med[ref, c] >= 1)
-					printf " %.3f |", r(med[ks[i], c], med[ref, c])
-				else
-					printf " - |"
-			}
-			printf "\n"
-		}
-
-		printf "\n### Within-kernel ratios\n\n| ratio |"
-		for (i = 1; i <= nk; i++) printf " %s |", ks[i]
-		printf "\n|---|"
-		for (i = 1; i <= nk; i++) printf "---:|"
-		printf "\n"
-		split("acquire_release/cached_get acquire_release/cached_load " \
-		      "xchg_kptr/xchg_atomic", rs, " ")
-		for (j = 1; j in rs; j++) {
-			split(rs[j], ab, "/")
-			printf "| %s |", rs[j]
-			for (i = 1; i <= nk; i++) {
-				if (have(ks[i], ab[1]) && have(ks[i], ab[2]) && med[ks[i], ab[2]] > 0)
-					printf " %.2f |", r(med[ks[i], ab[1]], med[ks[i], ab[2]])
-				else
-					printf " - |"
-			}
-			printf "\n"
-		}
-
-		printf "\n### Targets (%s", target
-		if (target != ref) printf ", against %s", ref
-		printf ")\n\n"
-		t = target
-		for (j = 1; j <= 2; j++) {
-			c = j == 1 ? "cached_get" : "cached_load"
-			if (!have(t, c) || !have(t, "acquire_release")) continue
-			# A cost within the noise of the subtraction is shown as
-			# more than 1000x cheaper.
-			if (med[t, c] > 0)
-				s = sprintf("%.1fx", r(med[t, "acquire_release"], med[t, c]))
-			else
-				s = ">1000x"
-			ok = med[t, c] <= 0 || r(med[t, "acquire_release"], med[t, c]) >= 10
-			printf "- cached access (%s) >= 10x cheaper than acquire+release: %s: %s\n",
-			       c, s, verdict(ok)
-		}
-		if (have(t, "xchg_kptr") && have(t, "xchg_atomic")) {
-			x = r(med[t, "xchg_kptr"], med[t, "xchg_atomic"])
-			printf "- bpf_kptr_xchg round trip within 1.5x of bare atomic xchg: %.2fx: %s",
-			       x, verdict(x <= 1.5)
-			# the series without the inlining patch: its "before"
-			if (have("noinline", "xchg_kptr") && have("noinline", "xchg_atomic"))
-				printf " (noinline, the helper call: %.2fx)",
-				       r(med["noinline", "xchg_kptr"], med["noinline", "xchg_atomic"])
-			printf "\n"
-		}
-		if (t != ref) {
-			worst = 0; cnt = 0; logsum = 0; overl = 1
-			for (j = 1; j <= n; j++) {
-				c = order[j]
-				if (c !~ /_(update|lookup)_(k1|k8|ref1|mix)$/) continue
-				if (!have(t, c) || !have(ref, c) || med[ref, c] <= 0) continue
-				x = r(med[t, c], med[ref, c])
-				cnt++; logsum += log(x)
-				if (x > worst) { worst = x; wc = c }
-				if (x > 1.02 && lo[t, c] > hi[ref, c]) overl = 0
-			}
-			note = ""
-			if (worst > 1.02 && overl)
-				note = " (the ranges of every case over 1.02 overlap: within noise)"
-			if (cnt)
-				printf "- map update/lookup with kptrs no slower (ratio <= 1.02): " \
-				       "worst %.3f (%s), geomean %.3f over %d cases: %s%s\n",
-				       worst, wc, exp(logsum / cnt), cnt, verdict(worst <= 1.02), note
-			split("load_progs load_selftest", lc, " ")
-			for (j = 1; j in lc; j++) {
-				c = lc[j]
-				if (!have(t, c) || !have(ref, c)) continue
-				x = r(med[t, c], med[ref, c])
-				note = ""
-				if (x > 1.0 && lo[t, c] <= hi[ref, c])
-					note = " (ranges overlap: within noise)"
-				printf "- verifier load time (%s) no worse: %.3f: %s%s\n", c, x,
-				       verdict(x <= 1.0), note
-			}
-		}
-	}' "$BENCH/results.csv"
-}
-
-# bench.png: ns per op per case (log scale), and the load times in ms, one
-# bar per kernel with the min-max range as error bar.
-chart() {
-	local i k cols ops=$BENCH/ops.dat loads=$BENCH/loads.dat plot_ops="" plot_loads=""
-	# Rows: case, then median min max per kernel. gnuplot cannot draw
-	# values <= 0 on a log scale; a per-op cost at or below the noise of
-	# the empty-run subtraction is drawn at 0.01.
-	awk -F, -v kernels="${KERNELS[*]}" -v ops="$ops" -v loads="$loads" '
-	NR == 1 { next }
-	{
-		if (!(($2) in seen)) { seen[$2] = 1; order[++n] = $2 }
-		med[$1, $2] = $3; lo[$1, $2] = $4; hi[$1, $2] = $5
-	}
-	END {
-		nk = split(kernels, ks, " ")
-		for (j = 1; j <= n; j++) {
-			c = order[j]
-			if (c == "empty") continue
-			load = c ~ /^load_/
-			out = load ? loads : ops
-			s = load ? 1e6 : 1
-			printf "%s", c > out
-			for (i = 1; i <= nk; i++) {
-				if (!((ks[i], c) in med)) { printf " 0.01 0.01 0.01" > out; continue }
-				m = med[ks[i], c] / s; a = lo[ks[i], c] / s; b = hi[ks[i], c] / s
-				if (!load) { m = m < 0.01 ? 0.01 : m; a = a < 0.01 ? 0.01 : a; b = b < 0.01 ? 0.01 : b }
-				printf " %g %g %g", m, a, b > out
-			}
-			printf "\n" > out
-		}
-	}' "$BENCH/results.csv"
-	i=0
-	for k in "${KERNELS[@]}"; do
-		cols="$((2 + 3 * i)):$((3 + 3 * i)):$((4 + 3 * i))"
-		[ $i -eq 0 ] && cols+=":xtic(1)"
-		plot_ops+="${plot_ops:+, }'$ops' using $cols title '$k'"
-		plot_loads+="${plot_loads:+, }'$loads' using $cols title '$k'"
-		i=$((i + 1))
+measure() {
+	local k p mode order
+	# BENCH_BUILD=0: benchmark the kernels and tests as they are (another
+	# build holds the machine's build lock, and counts do not mind)
+	[ "${BENCH_BUILD:-1}" = 0 ] || build_inputs
+	mkdir -p "$BENCH"
+	gcc -O2 -Wall -Werror "$ROOT/bench/tsc_khz.c" -o "$BENCH/tsc_khz"
+	TSC_KHZ=${BENCH_TSC_KHZ:-$("$BENCH/tsc_khz")}
+	echo "bench: host TSC $TSC_KHZ kHz (time mode's tsc_early_khz)"
+	for k in $(all_kernels); do
+		VARIANT=$k stage "build kptr_bench" build_bench "$k"
 	done
-	gnuplot <<-EOF
-		set terminal pngcairo size 1600,1000 font ",10" noenhanced
-		set output '$BENCH/bench.png'
-		set multiplot layout 2,1 title "kptr benchmark (QEMU TCG, median with min-max)"
-		set style data histogram
-		set style histogram errorbars gap 2 lw 1
-		set style fill solid 0.7 border -1
-		set key top left
-		set grid ytics
-		set xtics rotate by -40 nomirror
-		set bmargin 7
-		set logscale y
-		set ylabel "ns per op (log)"
-		set title "per-operation cost, empty test_run iteration subtracted"
-		plot $plot_ops
-		unset logscale y
-		set yrange [0:*]
-		set ylabel "ms per load"
-		set title "program load time"
-		plot $plot_loads
-		unset multiplot
-	EOF
+	for mode in "${MODES[@]}"; do
+		# only this run's kernels: a run of some kernels adds to the
+		# others' results, and --report folds them all
+		for k in $(all_kernels); do
+			rm -f "$BENCH/$mode"/pass-*/"$k".csv
+		done
+		# Passes alternate the kernels' order (A B, B A, ...), so that in
+		# time mode a drift of the host's speed hits every kernel alike.
+		for p in $(seq 1 "$BENCH_PASSES"); do
+			if [ "$mode" = icount ]; then
+				order=("${KERNELS[@]}")
+			else
+				order=("${TIME_KERNELS[@]}")
+			fi
+			if [ $((p % 2)) -eq 0 ]; then
+				mapfile -t order < <(printf '%s\n' "${order[@]}" | tac)
+			fi
+			for k in "${order[@]}"; do
+				VARIANT=$k stage "benchmark ($mode), pass $p of $BENCH_PASSES" \
+					run_bench "$mode" "$k" "$p"
+			done
+		done
+	done
+}
+
+# This run's kernels, then those of earlier runs still in build/bench.
+report_kernels() {
+	{
+		all_kernels
+		find "$BENCH" -path "*/pass-*/*.csv" -printf '%f\n' 2>/dev/null |
+			sed 's/\.csv$//' | sort
+	} | awk '!seen[$0]++' | xargs
+}
+
+chart() {
+	local gp
+	[ -f "$BENCH/plots/scripts" ] || return 0
+	while read -r gp; do
+		[ -n "$gp" ] && gnuplot "$gp"
+	done < "$BENCH/plots/scripts"
 }
 
 main() {
 	local start total
 	start=$(date +%s)
 	[ $REPORT_ONLY -eq 1 ] || measure
-	merge > "$BENCH/results.csv"
-	report > "$BENCH/ratios.md"
+	rm -rf "$BENCH/plots"
+	python3 "$ROOT/scripts/bench_stats.py" "$BENCH" --kernels "$(report_kernels)" \
+		--target "$TARGET" --ref "$REF" --peer "$PEER" > /dev/null
 	chart
 	echo
-	cat "$BENCH/ratios.md"
+	cat "$BENCH/report.md"
 	total=$(( $(date +%s) - start ))
 	echo
-	echo "bench: results in $BENCH/results.csv, ratios.md, bench.png (${total}s)"
-}
-
-measure() {
-	local k p order
-	build_inputs
-	mkdir -p "$BENCH"
-	gcc -O2 -Wall -Werror "$ROOT/bench/tsc_khz.c" -o "$BENCH/tsc_khz"
-	TSC_KHZ=${BENCH_TSC_KHZ:-$("$BENCH/tsc_khz")}
-	echo "bench: host TSC $TSC_KHZ kHz, the guests' clock (tsc_early_khz)"
-	for k in "${KERNELS[@]}"; do
-		VARIANT=$k stage "build kptr_bench" build_bench "$k"
-	done
-	rm -rf "$BENCH"/pass-*
-	# Passes alternate the kernels' order (A B, B A, ...), so that a drift
-	# of the host's speed (other jobs on this machine) hits every kernel
-	# alike instead of favouring the one that ran first.
-	for p in $(seq 1 "$BENCH_PASSES"); do
-		mkdir -p "$BENCH/pass-$p"
-		order=("${KERNELS[@]}")
-		if [ $((p % 2)) -eq 0 ]; then
-			mapfile -t order < <(printf '%s\n' "${KERNELS[@]}" | tac)
-		fi
-		for k in "${order[@]}"; do
-			VARIANT=$k stage "benchmark in QEMU, pass $p of $BENCH_PASSES" \
-				run_bench "$k" "$p"
-		done
-	done
+	echo "bench: results in $BENCH/results.csv, report.md, plots/ (${total}s)"
 }
 
 main

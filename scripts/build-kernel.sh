@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Build build/obj/VARIANT/arch/x86/boot/bzImage (and vmlinux, whose BTF the
-# tests compile against) from the variant's prepared tree.
+# Build a variant's kernel: build/VARIANT/obj/arch/x86/boot/bzImage, and
+# vmlinux, whose BTF the tests compile against.
+#
+#   build-kernel.sh [VARIANT]
+#
+# Reads: the variant's tree build/VARIANT/src (made first by prepare-tree.sh
+# from kernel/baseline and kernel/patches), its config fragments
+# kernel/config/*.config. Writes: build/VARIANT/obj, the build's full output
+# in build/VARIANT/obj.log (KERNEL_LOG; a progress line every 20 s on the
+# terminal, its last lines on failure), the compiler cache (use_ccache in
+# lib.sh: build/ccache, or the CCACHE_DIR you set).
 #
 # Config: allnoconfig plus the variant's kernel/config/*.config fragments
-# (variant_configs), redone only when a fragment changed. Every requested option must survive olddefconfig.
+# (variant_configs), redone only when a fragment changed. Every requested
+# option must survive olddefconfig. The build is skipped when no file of
+# the tree is newer than the bzImage (KERNEL_FORCE_MAKE=1: run make anyway).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -22,11 +33,10 @@ OBJ=${KERNEL_OBJ:-$(obj_dir "$VARIANT")}
 mapfile -t FRAGMENTS < <(variant_configs "$VARIANT")
 [ -n "${EXTRA_CONFIG:-}" ] && FRAGMENTS+=("$EXTRA_CONFIG")
 
-# Fixed build identity so that ccache hits across variants and rebuilds.
-export KBUILD_BUILD_TIMESTAMP="Thu Jan  1 00:00:00 UTC 2022"
-export KBUILD_BUILD_USER=kptr KBUILD_BUILD_HOST=qemu
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
-export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=true
+LOG=${KERNEL_LOG:-$OBJ.log}
+
+kbuild_identity
+use_ccache
 KMAKE=(make -C "$SRC" O="$OBJ" -j"$JOBS" CC="ccache gcc" HOSTCC="ccache gcc")
 
 make_config() {
@@ -51,18 +61,36 @@ make_config() {
 main() {
 	local stamp
 	[ -n "${KERNEL_SRC:-}" ] || "$ROOT/scripts/prepare-tree.sh" "$VARIANT"
-	ccache -M 20G >/dev/null
+	mkdir -p "$(dirname "$LOG")"
+	: > "$LOG"
 	stamp=$(cat "${FRAGMENTS[@]}" | sha256sum | cut -d' ' -f1)
 	if [ ! -f "$OBJ/.config" ] || [ "$(cat "$OBJ/.config-stamp" 2>/dev/null)" != "$stamp" ]; then
-		stage "configure kernel" make_config
+		logged_stage "configure kernel" "$LOG" make_config
 		echo "$stamp" > "$OBJ/.config-stamp"
+	fi
+	# Nothing in the tree, nor the config, newer than the last bzImage:
+	# nothing to build, so no need to wait for the machine's build lock
+	# (the daily loop, while others build). A find of the tree takes a
+	# second; kbuild's own walk 20-30 s.
+	if [ -f "$OBJ/arch/x86/boot/bzImage" ] && [ -z "${KERNEL_FORCE_MAKE:-}" ] &&
+	   [ ! "$OBJ/.config" -nt "$OBJ/arch/x86/boot/bzImage" ] &&
+	   [ -z "$(find "$SRC" -path "$SRC/.git" -prune -o -newer "$OBJ/arch/x86/boot/bzImage" \
+		   -print -quit)" ]; then
+		echo "[$VARIANT] kernel up to date: $OBJ/arch/x86/boot/bzImage"
+		return 0
 	fi
 	# One kernel build at a time on this machine, whoever starts it and
 	# from whichever checkout: two would share 2 cores and each take twice
 	# as long.
 	exec 9>"${KERNEL_BUILD_LOCK:-/tmp/kptr-kernel-build.lock}"
-	flock 9
-	stage "build kernel" "${KMAKE[@]}" -s bzImage
+	if ! flock -n 9; then
+		local waited=$(date +%s)
+		echo "[$VARIANT] waiting for another kernel build on this machine to end"
+		flock 9
+		echo "[$VARIANT] waited $(elapsed "$waited")"
+	fi
+	# Not -s: kbuild's one line per object is what the progress line counts.
+	logged_stage "build kernel" "$LOG" "${KMAKE[@]}" bzImage
 	exec 9>&-
 	echo "[$VARIANT] kernel: $OBJ/arch/x86/boot/bzImage"
 }

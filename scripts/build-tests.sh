@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# Build the guest test binaries from a variant's selftests sources:
+# Build the guest test binaries from a variant's selftests sources.
+#
+#   build-tests.sh [VARIANT]
+#
+# Reads: the variant's tree (build/VARIANT/src) and kernel build
+# (build/VARIANT/obj: vmlinux, for its BTF), tests/ctests.VARIANT, the
+# project's guest programs (demo/, tests/guest/). Writes (full output in
+# build/VARIANT/tests.log, TESTS_LOG; a progress line every 20 s):
 #   build/VARIANT/tests/test_verifier   the tree's own verifier test tables
 #   build/VARIANT/tests/test_progs       test_progs.c linked with only the
 #                                       prog_tests named in CTESTS
@@ -18,6 +25,7 @@
 # kernel build into another dir (work in progress in a worktree of its own).
 # GUEST_PROGRAMS=0: not the project's guest programs (check-series.sh builds
 # only the tree's own selftests at each prefix).
+# BENCH_ONLY=1: only what make bench needs (build_bench_inputs below).
 # The kernel variant must be built first (its vmlinux supplies the BTF).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -43,7 +51,13 @@ if [ -z "${CTESTS+x}" ]; then
 	CTESTS=$(grep -v '^#' "$list" 2>/dev/null || true)
 fi
 
-STMAKE=(make -C "$SELFTESTS" -s -j"$JOBS" OUTPUT="$OUT" VMLINUX_BTF="$VMLINUX"
+LOG=${TESTS_LOG:-$OUT.log}
+mkdir -p "$(dirname "$LOG")"
+: > "$LOG"
+kbuild_identity		# bpf_testmod.ko's make runs in the kernel's obj dir
+use_ccache
+
+STMAKE=(make -C "$SELFTESTS" -j"$JOBS" OUTPUT="$OUT" VMLINUX_BTF="$VMLINUX"
 	CLANG="$CLANG" LLC=llc-19 LLVM_STRIP="$LLVM_STRIP" LLVM_OBJCOPY=llvm-objcopy-19)
 
 # The programs the chosen prog_tests include as <name>.skel.h.
@@ -60,8 +74,19 @@ build_test_verifier() {
 	"${STMAKE[@]}" test_verifier
 }
 
+# stale OBJ DEP...: OBJ is missing or older than one of the DEPs
+stale() {
+	local obj=$1 dep
+	shift
+	[ -f "$obj" ] || return 0
+	for dep; do
+		[ ! "$dep" -nt "$obj" ] || return 0
+	done
+	return 1
+}
+
 build_test_progs() {
-	local s t skel objs=() hdr=$OUT/runner/prog_tests/tests.h
+	local s t skel objs=() hdr=$OUT/runner/prog_tests/tests.h deps
 	local cflags=(-g -O0 -rdynamic -Wall -Werror -DHAVE_GENHDR
 		-I"$SELFTESTS" -I"$OUT/tools/include" -I"$SRC/include/generated"
 		-I"$SRC/tools/lib" -I"$SRC/tools/include" -I"$SRC/tools/include/uapi"
@@ -77,11 +102,18 @@ build_test_progs() {
 			sed -n -E 's/^void (serial_)?test_([a-zA-Z0-9_]+)\((void)?\).*/DEFINE_TEST(\2)/p' \
 				"$SELFTESTS/prog_tests/$t.c"
 		done | sort
-	} > "$hdr"
+	} > "$hdr.new"
+	# kept as it was when unchanged, so that what includes it is not rebuilt
+	cmp -s "$hdr.new" "$hdr" && rm "$hdr.new" || mv "$hdr.new" "$hdr"
+	# Objects are rebuilt when their source, a header of the selftests, a
+	# skeleton, the test list or this script is newer (the daily loop
+	# rebuilds the tests each time).
+	deps=("$SELFTESTS"/*.h "$OUT"/*.skel.h "$hdr" "$ROOT/scripts/build-tests.sh")
 	# test_progs.c includes <prog_tests/tests.h>; the selftests Makefile
 	# writes the full list into the source dir, so ours must come first.
 	objs+=("$OUT/runner/test_progs.o")
-	gcc -I"$OUT/runner" "${cflags[@]}" -c "$SELFTESTS/test_progs.c" -o "$OUT/runner/test_progs.o"
+	! stale "$OUT/runner/test_progs.o" "$SELFTESTS/test_progs.c" "${deps[@]}" ||
+		gcc -I"$OUT/runner" "${cflags[@]}" -c "$SELFTESTS/test_progs.c" -o "$OUT/runner/test_progs.o"
 	for s in cgroup_helpers trace_helpers network_helpers \
 		 testing_helpers btf_helpers cap_helpers test_loader; do
 		objs+=("$OUT/runner/$s.o")
@@ -90,6 +122,8 @@ build_test_progs() {
 	done
 	for t in $CTESTS; do
 		objs+=("$OUT/runner/$t.test.o")
+		stale "$OUT/runner/$t.test.o" "$SELFTESTS/prog_tests/$t.c" "${deps[@]}" || continue
+		echo "  CC      $t.test.o"
 		# Compiled from $OUT so the skeletons' embedded objects resolve.
 		(cd "$OUT" && gcc "${cflags[@]}" -c "$SELFTESTS/prog_tests/$t.c" \
 			-o "$OUT/runner/$t.test.o")
@@ -128,39 +162,57 @@ build_testmod() {
 # libbpf and bpftool as the selftests, or a NAME.c alone. Each becomes
 # $OUT/NAME.
 build_guest_programs() {
-	local inc=$OUT/tools/include bpftool=$OUT/tools/sbin/bpftool bpf name
-	"${STMAKE[@]}" "$bpftool" "$inc/vmlinux.h"
-	mkdir -p "$OUT/guest"
+	local inc=$OUT/tools/include bpf name deps
+	"${STMAKE[@]}" "$OUT/tools/sbin/bpftool" "$inc/vmlinux.h"
+	# a program is rebuilt when its sources or what it is built with changed
+	deps=("$ROOT"/demo/*.h "$ROOT"/tests/guest/*.h "$inc/vmlinux.h" "$OUT/tools/sbin/bpftool"
+	      "$OUT/tools/build/libbpf/libbpf.a" "$ROOT/scripts/lib.sh" "$ROOT/scripts/build-tests.sh")
 	for bpf in "$ROOT"/demo/*.bpf.c "$ROOT"/tests/guest/*.bpf.c; do
 		name=$(basename "$bpf" .bpf.c)
-		"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
-			-I"$inc" -c "$bpf" -o "$OUT/guest/$name.bpf.o"
-		"$bpftool" gen skeleton "$OUT/guest/$name.bpf.o" name "$name" \
-			> "$OUT/guest/$name.skel.h"
-		gcc -g -O2 -Wall -Werror -I"$OUT/guest" -I"$inc" "${bpf%.bpf.c}.c" \
-			"$OUT/tools/build/libbpf/libbpf.a" -lelf -lz -lpthread -o "$OUT/$name"
+		stale "$OUT/$name" "$bpf" "${bpf%.bpf.c}.c" "${deps[@]}" || continue
+		echo "  GUEST   $name"
+		build_skel_program "$OUT" "$bpf" "${bpf%.bpf.c}.c" "$OUT/guest" "$OUT/$name"
 	done
 	# Loaders with no BPF C of their own (raw instructions, BTF blobs).
 	for c in "$ROOT"/tests/guest/*.c; do
 		case "$c" in *.bpf.c) continue ;; esac
 		[ -f "${c%.c}.bpf.c" ] && continue
 		name=$(basename "$c" .c)
+		stale "$OUT/$name" "$c" "${deps[@]}" || continue
 		gcc -g -O2 -Wall -Werror -I"$inc" "$c" \
 			"$OUT/tools/build/libbpf/libbpf.a" -lelf -lz -lpthread -o "$OUT/$name"
 	done
 }
 
+# What make bench needs of a kernel's tests, and no more: libbpf, bpftool,
+# vmlinux.h, bpf_testmod.ko (6.12 keeps its test acquire kfunc there) and
+# the selftest BPF objects named in BENCH_OBJS (upstream's map_kptr.bpf.o).
+build_bench_inputs() {
+	local o targets=("$OUT/tools/sbin/bpftool" "$OUT/tools/include/vmlinux.h")
+	for o in ${BENCH_OBJS:-}; do
+		targets+=("$OUT/$o")
+	done
+	mkdir -p "$OUT"
+	"${STMAKE[@]}" "${targets[@]}"
+	[ -f "$OUT/tools/build/libbpf/libbpf.a" ] || "${STMAKE[@]}" "$OUT/tools/build/libbpf/libbpf.a"
+}
+
 # MODULE_ONLY=1: only bpf_testmod.ko, into a copy of another kernel build's
 # tests (check-regressions.sh gives each injected kernel its own module).
 if [ -n "${MODULE_ONLY:-}" ]; then
-	stage "build bpf_testmod.ko" build_testmod
+	logged_stage "build bpf_testmod.ko" "$LOG" build_testmod
 	exit 0
 fi
-stage "build test_verifier" build_test_verifier
-[ "${GUEST_PROGRAMS:-1}" = 0 ] || stage "build guest programs" build_guest_programs
+if [ -n "${BENCH_ONLY:-}" ]; then
+	logged_stage "build bench inputs" "$LOG" build_bench_inputs
+	logged_stage "build bpf_testmod.ko" "$LOG" build_testmod
+	exit 0
+fi
+logged_stage "build test_verifier" "$LOG" build_test_verifier
+[ "${GUEST_PROGRAMS:-1}" = 0 ] || logged_stage "build guest programs" "$LOG" build_guest_programs
 if [ -n "$CTESTS" ]; then
-	stage "build test_progs ($(echo $CTESTS))" build_test_progs
-	stage "build bpf_testmod.ko" build_testmod
+	logged_stage "build test_progs ($(echo $CTESTS))" "$LOG" build_test_progs
+	logged_stage "build bpf_testmod.ko" "$LOG" build_testmod
 else
 	rm -f "$OUT/test_progs" "$OUT/bpf_testmod.ko"
 fi

@@ -6,6 +6,9 @@
 #
 #   check-hardened.sh        exit status 0 when every destructor is fine
 #
+# Reads the hardened tree (build/hardened/src, made by prepare-tree.sh);
+# writes its kernel build, build/hardened/obj (and obj.log).
+#
 # KERNEL_SRC/KERNEL_OBJ: check another prepared tree (check-regressions.sh)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -16,6 +16,9 @@ usage: check-ibt-dtors.py --src TREE --vmlinux VMLINUX [--config .config]
                           [--module NAME.ko ...]
 Exit status 0 when every destructor keeps its ENDBR, 1 otherwise, 2 when
 the build cannot be checked (no IBT, a tool missing).
+
+Reads the tree's sources, vmlinux (objdump, nm), .config and the modules;
+writes nothing but its report on stdout.
 """
 import argparse
 import os

@@ -21,6 +21,10 @@
 # The patched kernel and its tests must be built (make tests). Each
 # injection's kernel is an incremental build of build/inject/obj, or of
 # build/inject/obj-debug for kasan/ ones.
+#
+# Reads tests/bug-injections/, the patched tree and tests (build/patched).
+# Writes build/inject (the tree, kernel builds and their logs, each build's
+# tests) and build/runs/regressions-DATE/NAME/ (each injection's guest run).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -35,9 +39,7 @@ names=("$@")
 [ ${#names[@]} -gt 0 ] || mapfile -t names < <(cd "$INJ" && ls *.patch kasan/*.patch hardened/*.patch | sed 's/\.patch$//')
 
 # A worktree of the patched tree, reset to it before each injection.
-if [ ! -d "$SRC" ]; then
-	git -C "$BUILD/linux" worktree add --detach "$SRC" "$(git -C "$PATCHED" rev-parse HEAD)" >/dev/null
-fi
+tree_worktree "$SRC" "$(git -C "$PATCHED" rev-parse HEAD)"
 
 results=()
 caught_all=0

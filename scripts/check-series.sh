@@ -4,10 +4,18 @@
 # (incrementally, with ccache; any compiler warning fails), build that
 # prefix's selftests the way make tests does (scripts/build-tests.sh: the BPF
 # objects and skeletons, test_verifier, test_progs with the prog_tests of
-# tests/ctests.* that exist at that prefix, bpf_testmod.ko), and run
-# checkpatch.pl --strict on the patch. One line per patch says what failed.
+# tests/ctests.* that exist at that prefix, bpf_testmod.ko), run
+# checkpatch.pl --strict on the patch, and, for a patch that changes pages
+# of Documentation/, build them with the kernel's Sphinx setup
+# (scripts/check-docs.sh): a warning in a page it changed fails it. One line
+# per patch says what failed.
 #
 #   check-series.sh baseline|patches
+#
+# Reads the layers (kernel/baseline, kernel/patches), tests/ctests.*.
+# Writes build/bisect: the tree (src), kernel build (obj), selftests
+# (tests), each patch's logs (build-N.log and kernel-N.log, tests-N.log,
+# docs-N.log), the docs build (docs).
 #
 # SERIES_FROM=N: apply patches 1..N-1 of the layer without building or
 # checking them, and check from patch N on (after adding patches on top of
@@ -29,10 +37,7 @@ SRC=$BUILD/bisect/src OBJ=$BUILD/bisect/obj TESTS=$BUILD/bisect/tests
 case "$LAYER" in baseline) tests_variant=baseline ;; *) tests_variant=patched ;; esac
 export VARIANT=bisect
 "$ROOT/scripts/prepare-tree.sh" upstream >/dev/null	# makes sure build/linux exists
-if [ ! -e "$SRC/.git" ]; then
-	mkdir -p "$BUILD/bisect"
-	git -C "$BUILD/linux" worktree add -q --detach "$SRC" pristine
-fi
+tree_worktree "$SRC" pristine
 git -C "$SRC" reset -q --hard pristine
 git -C "$SRC" clean -q -fdx
 for l in "${below[@]}"; do
@@ -74,9 +79,11 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 	fi
 	[ "$n" -ge "$from" ] || continue
 	start=$(date +%s)
-	if KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ "$ROOT/scripts/build-kernel.sh" > "$BUILD/bisect/build-$n.log" 2>&1; then
+	# build-N.log: what build-kernel.sh says; kernel-N.log: the compiler's
+	if KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ KERNEL_LOG=$BUILD/bisect/kernel-$n.log \
+		"$ROOT/scripts/build-kernel.sh" > "$BUILD/bisect/build-$n.log" 2>&1; then
 		build="builds in $(( $(date +%s) - start ))s"
-		warnings=$(grep -c 'warning:' "$BUILD/bisect/build-$n.log" || true)
+		warnings=$(cat "$BUILD/bisect/kernel-$n.log" 2>/dev/null | grep -c 'warning:' || true)
 		[ "$warnings" -eq 0 ] || { build="$build, $warnings compiler warnings"; bad=1; }
 	else
 		build="BUILD FAILED (build/bisect/build-$n.log)"
@@ -94,7 +101,17 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 	cp=$(cd "$SRC" && scripts/checkpatch.pl --strict -q "$p" 2>&1 | grep "^total:" || true)
 	errors=$(echo "$cp" | sed -n 's/^total: \([0-9]*\) errors.*/\1/p')
 	[ "${errors:-0}" -eq 0 ] || bad=1
-	echo "$name: $build; $tests; checkpatch: ${cp:-clean}"
+	docs=
+	if grep -q '^+++ b/Documentation/.*\.rst$' "$p"; then
+		if OUT_DIR=$BUILD/bisect/docs "$ROOT/scripts/check-docs.sh" "$SRC" \
+			> "$BUILD/bisect/docs-$n.log" 2>&1; then
+			docs="; docs build without warnings"
+		else
+			docs="; DOCS WARNINGS (build/bisect/docs-$n.log)"
+			bad=1
+		fi
+	fi
+	echo "$name: $build; $tests; checkpatch: ${cp:-clean}$docs"
 done
-echo "$LAYER: $n patches, $([ $bad -eq 0 ] && echo "every prefix builds, with its selftests, and checkpatch reports no errors" || echo FAILED)"
+echo "$LAYER: $n patches, $([ $bad -eq 0 ] && echo "every prefix builds, with its selftests, checkpatch reports no errors and the docs build without warnings" || echo FAILED)"
 exit $bad

@@ -5,6 +5,11 @@
 #               and releases them on exit and on map free
 #
 #   demo.sh [VARIANT]
+#
+# Reads what build-kernel.sh, build-tests.sh and run-guest.sh read (the
+# demos are demo/*.c). Writes the variant's kernel and tests (build/VARIANT)
+# and build/runs/demo-VARIANT/ (console.log, each demo's output and status).
+# Exit status 0 only if both demos succeeded.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

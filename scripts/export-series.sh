@@ -9,6 +9,8 @@
 # the patch files of an earlier export. If LAYER_DIR holds cover-letter.txt
 # (a subject line, a blank line, the text), it becomes the layer's
 # 0000-cover-letter.patch, with git's shortlog and diffstat, outside series.
+# Reads TREE's commits; writes LAYER_DIR, and rewrites TREE's commits' dates
+# (below).
 #
 # The files are reproducible: exporting the same commits again gives the
 # same bytes, so a diff of the layer shows only real changes. For that the

@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages the build, the guest and the tests need.
+# The Debian 12 packages the project needs (the one list of them), installed
+# when some are missing: make demo, make check and the other entry points
+# run this first, so a fresh machine needs no step of its own.
+#
+#   install-deps.sh [GROUP...]   base (always): build, boot and test kernels
+#                                bench: make bench's chart
+#                                docs: make check-series' documentation build
+#
+# Reads dpkg's database. When every package is there it does nothing (and
+# needs no root). Otherwise it runs apt-get update and apt-get install for
+# the missing ones: as root, or through sudo, saying so first; without
+# either it stops and prints the command to run.
 set -euo pipefail
-PACKAGES=(
+
+BASE=(
 	linux-source-6.1			# the kernel tree we patch
 	build-essential flex bison bc perl cpio rsync xz-utils git
 	libelf-dev libssl-dev zlib1g-dev	# kernel and tools/ build deps
@@ -10,12 +22,41 @@ PACKAGES=(
 	clang-19 llvm-19 lld-19			# BPF C with type-tag BTF
 	qemu-system-x86 busybox-static		# the guest
 	python3
-	gnuplot-nox				# make bench: the chart
 )
+BENCH=(gnuplot-nox)
+# the kernel's Sphinx build of Documentation/bpf (scripts/check-docs.sh)
+DOCS=(python3-sphinx python3-sphinx-rtd-theme)
+
+wanted=("${BASE[@]}")
+for group in "$@"; do
+	case "$group" in
+	base) ;;
+	bench) wanted+=("${BENCH[@]}") ;;
+	docs) wanted+=("${DOCS[@]}") ;;
+	*) echo "install-deps.sh: unknown group '$group' (base, bench, docs)" >&2; exit 2 ;;
+	esac
+done
+
+# dpkg-query lists the packages it knows with their state, in one call
+installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${wanted[@]}" 2>/dev/null |
+	awk '$2 == "installed" { print $1 }' || true)
+missing=()
+for p in "${wanted[@]}"; do
+	grep -qxF "$p" <<< "$installed" || missing+=("$p")
+done
+[ ${#missing[@]} -gt 0 ] || exit 0
+
+echo "install-deps: missing Debian packages: ${missing[*]}"
+sudo=()
 if [ "$(id -u)" -ne 0 ]; then
-	echo "run as root (or: sudo $0)" >&2
-	exit 1
+	if ! command -v sudo >/dev/null; then
+		echo "install-deps: installing them needs root; run as root:" >&2
+		echo "    apt-get update && apt-get install --no-install-recommends ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "install-deps: installing them needs root: running apt-get through sudo"
+	sudo=(sudo)
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,12 +1,23 @@
 #!/usr/bin/env python3
 """Judge what the guest reported: one suite against its matrix row, a console
-log for kernel splats, a bug injection's run for check-regressions.
+log for kernel splats, a bug injection's run for check-regressions; and
+write the results as KTAP, the kernel selftests' format.
 
     judge.py suite MATRIX KERNEL SUITE RUN_DIR
         RUN_DIR holds SUITE.log (stdout), SUITE.rc (exit status) and, if the
         guest stopped it at its time limit, SUITE.timeout. Prints one line
         per problem (indented), for runner suites a "runner: Summary: ..."
         line, and last "P F S" (passed, failed, skipped cases).
+    judge.py kernel MATRIX KERNEL RUN_DIR [--guest-failed] [SUITE...]
+        Every suite of KERNEL's guest run (or the ones named), as check.sh
+        shows them: each one's problems and a line with its counts. Writes
+        RUN_DIR/SUITE.judge (what "suite" prints), RUN_DIR/results.ktap (a
+        KTAP document: one test per suite, its cases as subtests) and
+        RUN_DIR/totals ("P F S"). --guest-failed: the boot itself failed
+        (no verdict, a kernel splat): one more failure, test "guest".
+    judge.py ktap OUT RUN_DIR...
+        The results.ktap of several kernels' runs as one KTAP document OUT,
+        one test per kernel (named after its RUN_DIR), its suites nested.
     judge.py splats CONSOLE_LOG
         Prints each line that is a kernel splat (tests/kernel-splats) with
         its kind; exit status 1 if there is one.
@@ -14,6 +25,10 @@ log for kernel splats, a bug injection's run for check-regressions.
         A check-regressions run: was the bug caught by the test_progs tests
         that SELECTOR (-t syntax) names? Prints "caught: ..." (status 0) or
         "MISSED: ..." (status 1).
+
+Reads RUN_DIRs (what the guest reported, split by lib.sh's split_channel),
+the matrix, tests/known-failures/, tests/expected-failures/ and
+tests/kernel-splats; writes only what "kernel" and "ktap" say above.
 
 Nothing the runners print is taken on trust: every case line is parsed
 (a line that is none of the runner's own forms is a failure), the counts are
@@ -307,10 +322,23 @@ class Verdict:
     skipped: int = 0
     problems: list = field(default_factory=list)
     runner_summary: str = ""
+    # one (name, "ok" | "not ok" | "skip", note) per count, in order: the
+    # suite's KTAP test points
+    results: list = field(default_factory=list)
 
-    def fail(self, msg):
+    def ok(self, name):
+        self.passed += 1
+        self.results.append((name, "ok", ""))
+
+    def skip(self, name, why=""):
+        self.skipped += 1
+        self.results.append((name, "skip", why))
+
+    def fail(self, msg, name=None):
+        """A failure: a case's (NAME) or the suite's own (the message names it)."""
         self.failed += 1
         self.problems.append(msg)
+        self.results.append((name or msg, "not ok", msg))
 
 
 def read_status(run_dir, suite):
@@ -353,16 +381,16 @@ def judge_exit(row, rc, lines, v):
     if rc is None:
         return
     if row.expect == "pass" and rc != 0:
-        v.fail(f"exit status {describe_status(rc)}, expected 0")
+        v.fail(f"exit status {describe_status(rc)}, expected 0", row.suite)
     elif row.expect == "fail" and rc == 0:
-        v.fail(f"exit status 0, expected {row.rc}: it did not fail")
+        v.fail(f"exit status 0, expected {row.rc}: it did not fail", row.suite)
     elif row.expect == "fail" and rc != row.rc:
         v.fail(f"exit status {describe_status(rc)}, expected {row.rc}: "
-               "that is not the failure expected")
+               "that is not the failure expected", row.suite)
     elif missing:
-        v.fail("no output line matches " + ", ".join(repr(r) for r in missing))
+        v.fail("no output line matches " + ", ".join(repr(r) for r in missing), row.suite)
     else:
-        v.passed += 1
+        v.ok(row.suite)
 
 
 def judge_runner(row, rc, lines, v, timed_out, known, lists_dir):
@@ -385,21 +413,23 @@ def judge_runner(row, rc, lines, v, timed_out, known, lists_dir):
             seen_known.add(case.name)
             reason, rx = known[case.name]
             if case.result == "SKIP":
-                v.skipped += 1
+                v.skip(case.name)
             elif case.result == "OK":
-                v.fail(f"known failure now passes, remove it from the list: {case.name}")
+                v.fail(f"known failure now passes, remove it from the list: {case.name}",
+                       case.name)
             elif rx and not any(rx.search(line) for line in case.detail):
                 v.fail(f"known failure fails for another reason than /{rx.pattern}/: "
-                       f"{case.name}{why}")
+                       f"{case.name}{why}", case.name)
             else:
-                v.skipped += 1
+                v.skip(case.name, f"known failure: {reason}")
             continue
         if case.result == "SKIP":
-            v.skipped += 1
+            v.skip(case.name)
         elif (want, case.result) in (("pass", "OK"), ("fail", "FAIL")):
-            v.passed += 1
+            v.ok(case.name)
         else:
-            v.fail(f"unexpected {case.result} (expected to {want}): {case.name}{why}")
+            v.fail(f"unexpected {case.result} (expected to {want}): {case.name}{why}",
+                   case.name)
     for text, _ in regexes:
         if text not in used:
             v.fail(f"stale list: /{text}/ of {row.list_name} matches no case of this run")
@@ -519,6 +549,107 @@ def judge_regression(run_dir, selector, suite="regress"):
     return False, "its tests ran and passed, and the kernel reported nothing"
 
 
+# ------------------------------------------------------------------------ KTAP
+# Documentation/dev-tools/ktap.rst: "KTAP version 1", a plan "1..N", one
+# "ok N NAME" / "not ok N NAME" line per test, "# SKIP" directives, "#"
+# diagnostic lines, and subtests as an indented KTAP document of their own
+# before their parent's result line.
+KTAP_INDENT = "    "
+
+
+def ktap_name(name):
+    """A test name on one line, without the '#' that starts a directive."""
+    return " ".join(name.replace("#", "No.").split()) or "(unnamed)"
+
+
+def ktap_point(number, name, result, note=""):
+    """The lines of one test point: diagnostics first, then its result."""
+    lines = [f"# {line}" for line in note.splitlines() if result == "not ok"]
+    if result == "skip":
+        skip = f" # SKIP {ktap_name(note)}" if note else " # SKIP"
+        return lines + [f"ok {number} {ktap_name(name)}{skip}"]
+    return lines + [f"{result} {number} {ktap_name(name)}"]
+
+
+def ktap_document(tests):
+    """A KTAP document of TESTS: (name, result, note, children) each, where
+    children is a list of the same (a test with subtests) or None. A test
+    with subtests fails when one of them does."""
+    lines = ["KTAP version 1", f"1..{len(tests)}"]
+    for number, (name, result, note, children) in enumerate(tests, 1):
+        if children is not None:
+            sub = ktap_document(children)
+            lines += [KTAP_INDENT + sub[0], f"{KTAP_INDENT}# Subtest: {ktap_name(name)}"]
+            lines += [KTAP_INDENT + line for line in sub[1:]]
+            if any(c[1] == "not ok" for c in children):
+                result = "not ok"
+        lines += ktap_point(number, name, result, note)
+    return lines
+
+
+def verdict_tests(v):
+    """A suite's Verdict as ktap_document's tests."""
+    return [(name, result, note, None) for name, result, note in v.results]
+
+
+def ktap_top_results(lines):
+    """{name: "ok" | "not ok"} of the top-level tests of a KTAP document."""
+    tops = {}
+    for line in lines:
+        m = re.fullmatch(r"(ok|not ok) \d+ ([^#]*?)( # .*)?", line)
+        if m:
+            tops[m.group(2)] = m.group(1)
+    return tops
+
+
+def merge_ktap(docs):
+    """One KTAP document of [(name, lines of a KTAP document)]: each
+    document becomes the subtests of a test NAME."""
+    lines = ["KTAP version 1", f"1..{len(docs)}"]
+    for number, (name, doc) in enumerate(docs, 1):
+        lines += [KTAP_INDENT + doc[0], f"{KTAP_INDENT}# Subtest: {ktap_name(name)}"]
+        lines += [KTAP_INDENT + line for line in doc[1:]]
+        failed = "not ok" in ktap_top_results(doc).values()
+        lines.append(f"{'not ok' if failed else 'ok'} {number} {ktap_name(name)}")
+    return lines
+
+
+def write_lines(path, lines):
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def judge_kernel(matrix_path, kernel, run_dir, suites=(), guest_failed=False):
+    """check.sh's judging of one kernel's guest run: prints a line per
+    suite (its problems above it), writes SUITE.judge, results.ktap and
+    totals into RUN_DIR; returns (passed, failed, skipped)."""
+    rows = matrix.select_rows(matrix.read_matrix(matrix_path), kernel, suites)
+    tests, totals = [], [0, 0, 0]
+    for row in rows:
+        v = judge_suite(row, run_dir)
+        report = [f"  {p}" for p in v.problems]
+        if v.runner_summary:
+            report.append(f"runner: {v.runner_summary}")
+        write_lines(os.path.join(run_dir, f"{row.suite}.judge"),
+                    report + [f"{v.passed} {v.failed} {v.skipped}"])
+        for p in v.problems:
+            print(f"  {p}")
+        print(f"{kernel:9} {row.suite:20} {row.sources:9} expect {row.expect_text:12} "
+              f"{v.passed:5d} passed, {v.failed} failed, {v.skipped} skipped  "
+              f"{v.runner_summary}".rstrip())
+        tests.append((row.suite, "ok", "", verdict_tests(v)))
+        totals = [a + b for a, b in zip(totals, (v.passed, v.failed, v.skipped))]
+    if guest_failed:
+        why = ("the guest run failed: no verdict, or a kernel splat on the console "
+               f"({os.path.join(run_dir, 'console.log')})")
+        print(f"{kernel}: {why}; counted as one failure")
+        tests.append(("guest", "not ok", why, None))
+        totals[1] += 1
+    write_lines(os.path.join(run_dir, "results.ktap"), ktap_document(tests))
+    write_lines(os.path.join(run_dir, "totals"), [" ".join(map(str, totals))])
+    return tuple(totals)
+
+
 # ------------------------------------------------------------------------ main
 def main(argv):
     what, args = (argv[1], argv[2:]) if len(argv) > 1 else ("", [])
@@ -533,6 +664,18 @@ def main(argv):
                 print(f"runner: {v.runner_summary}")
             print(v.passed, v.failed, v.skipped)
             return 0
+        if what == "kernel" and len(args) >= 3:
+            path, kernel, run_dir = args[:3]
+            rest = args[3:]
+            guest_failed = "--guest-failed" in rest
+            suites = [a for a in rest if a != "--guest-failed"]
+            judge_kernel(path, kernel, run_dir, suites, guest_failed)
+            return 0
+        if what == "ktap" and len(args) >= 2:
+            docs = [(os.path.basename(os.path.normpath(d)),
+                     read_lines(os.path.join(d, "results.ktap"))) for d in args[1:]]
+            write_lines(args[0], merge_ktap(docs))
+            return 0
         if what == "splats" and len(args) == 1:
             if not os.path.isfile(args[0]):
                 print(f"judge: no console log {args[0]}", file=sys.stderr)
@@ -545,7 +688,7 @@ def main(argv):
             caught, why = judge_regression(*args)
             print(f"{'caught' if caught else 'MISSED'}: {why}")
             return 0 if caught else 1
-    except matrix.MatrixError as e:
+    except (matrix.MatrixError, OSError) as e:
         print(f"judge: {e}", file=sys.stderr)
         return 2
     print(__doc__.split("\n\n")[1], file=sys.stderr)

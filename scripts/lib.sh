@@ -1,4 +1,7 @@
 # Common helpers for the project's shell tooling; sourced, never run.
+# Reads nothing at source time but the environment; the functions below say
+# what they read and write. Sets ROOT, BUILD (build/, or $BUILD_DIR),
+# VARIANT, TARBALL, CLANG, LLVM_STRIP, JOBS.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,10 +24,16 @@ die() { echo "error: $*" >&2; exit 1; }
 
 check_variant() {
 	case "$1" in
-	upstream|baseline|patched|debug|noinline|hardened) ;;
-	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug, noinline or hardened)" ;;
+	upstream|baseline|patched|debug|noinline|hardened|upstream612) ;;
+	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug, noinline, hardened or upstream612)" ;;
 	esac
 }
+
+# upstream612 is no layer on 6.1: Debian's linux-source-6.12 as it is, a
+# peer kernel for make bench (the state of the art our series is compared
+# with). Its tree is a plain extraction of this tarball.
+TARBALL_612=${TARBALL_612:-/usr/src/linux-source-6.12.tar.xz}
+is_peer_variant() { [ "$1" = upstream612 ]; }
 
 # The patch layers a variant is made of, applied in this order.
 variant_layers() {
@@ -97,6 +106,133 @@ stage() {
 		echo "<== [$VARIANT] $name: FAILED after $(( $(date +%s) - start ))s"
 	fi
 	return $rc
+}
+
+# logged_stage NAME LOG CMD...: like stage, but the command's output goes
+# to LOG (appended: the caller starts it afresh) and a progress line comes
+# every PROGRESS_SECONDS (default 20): the stage, the objects built so far
+# (the "  CC      kernel/bpf/verifier.o" lines kbuild and the selftests'
+# make print), the elapsed time and the last object (for a stage that
+# builds none, its last line). On failure the last
+# LOG_TAIL (default 40) lines of LOG are printed; its path either way.
+logged_stage() {
+	local name=$1 log=$2 start rc ticker from n
+	shift 2
+	echo "==> [$VARIANT] $name (log: $log)"
+	mkdir -p "$(dirname "$log")"
+	touch "$log"
+	# this stage's lines of LOG are the ones after FROM
+	from=$(wc -l < "$log")
+	start=$(date +%s)
+	progress_ticker "$name" "$log" "$start" "$from" &
+	ticker=$!
+	set +e
+	(set -e; "$@") >> "$log" 2>&1
+	rc=$?
+	set -e
+	kill "$ticker" 2>/dev/null
+	wait "$ticker" 2>/dev/null || true
+	if [ $rc -eq 0 ]; then
+		n=$(objects_built "$log" "$from")
+		echo "<== [$VARIANT] $name: $(elapsed "$start")$([ "$n" -eq 0 ] || echo ", $n objects built")"
+	else
+		echo "<== [$VARIANT] $name: FAILED after $(elapsed "$start"); the last ${LOG_TAIL:-40} lines of $log:"
+		tail -n "${LOG_TAIL:-40}" "$log" | sed 's/^/    /'
+	fi
+	return $rc
+}
+
+# A line of a build log that says an object was built: kbuild's quiet
+# lines ("  CC      kernel/bpf/verifier.o", "  AS      ...", "  CC [M]  ...")
+# and the selftests' ("  CLNG-BPF [test_maps] map_kptr.bpf.o").
+OBJECT_LINE='^  [A-Z][A-Z0-9_-]*( \[M\])? +.*\.o$'
+# objects_built LOG [FROM]: how many objects LOG says were built after its
+# line FROM
+objects_built() { tail -n +"$(( ${2:-0} + 1 ))" "$1" 2>/dev/null | grep -cE "$OBJECT_LINE" || true; }
+
+elapsed() {
+	local s=$(( $(date +%s) - $1 ))
+	if [ $s -ge 60 ]; then echo "$((s / 60))m$((s % 60))s"; else echo "${s}s"; fi
+}
+
+# progress_ticker NAME LOG START FROM: logged_stage's progress line, until
+# killed. The sleep runs in the background so that the TERM ends it at once.
+progress_ticker() {
+	local n last
+	set +e
+	trap 'kill $! 2>/dev/null; exit 0' TERM
+	while sleep "${PROGRESS_SECONDS:-20}" & wait $!; do
+		n=$(objects_built "$2" "$4")
+		if [ "$n" -gt 0 ]; then
+			last=$(tail -n +"$(( $4 + 1 ))" "$2" | grep -E "$OBJECT_LINE" | tail -1 | awk '{print $NF}')
+			echo "    [$VARIANT] $1: $n objects built, $(elapsed "$3"), last: $last"
+		else
+			# a stage that builds no objects: its last line says where it is
+			last=$(tail -n +"$(( $4 + 1 ))" "$2" | grep -v '^[[:space:]]*$' | tail -1 | cut -c1-100)
+			echo "    [$VARIANT] $1: $(elapsed "$3")${last:+, last: $last}"
+		fi
+	done
+}
+
+# kbuild_identity: a fixed build identity for every make in a kernel's obj
+# dir, so that ccache hits across variants and rebuilds, and so that a make
+# there (bpf_testmod.ko's modules_prepare) does not rewrite
+# include/generated/compile.h, which would relink vmlinux on the next build.
+kbuild_identity() {
+	export KBUILD_BUILD_TIMESTAMP="Thu Jan  1 00:00:00 UTC 2022"
+	export KBUILD_BUILD_USER=kptr KBUILD_BUILD_HOST=qemu
+}
+
+# use_ccache: the compiler cache for kernel and module builds. An existing
+# CCACHE_DIR is the user's and is used as it is: we never change its
+# settings. Otherwise the cache is build/ccache, with its own ccache.conf
+# and size limit (CCACHE_SIZE, default 5G), so that nothing under $HOME is
+# touched. A developer with a warm cache elsewhere (the default one is
+# ~/.cache/ccache) exports CCACHE_DIR=~/.cache/ccache to use it, or copies
+# it into build/ccache once.
+use_ccache() {
+	if [ -z "${CCACHE_DIR:-}" ]; then
+		export CCACHE_DIR=$BUILD/ccache
+		mkdir -p "$CCACHE_DIR"
+		[ -f "$CCACHE_DIR/ccache.conf" ] ||
+			echo "max_size = ${CCACHE_SIZE:-5G}" > "$CCACHE_DIR/ccache.conf"
+	fi
+	# Paths below BUILD are hashed relative to it, so that every variant
+	# and every checkout shares the cache; see src_dir.
+	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=true
+}
+
+# tree_worktree DIR COMMIT: make DIR a detached worktree of build/linux at
+# COMMIT if it is not one yet (the variants' trees, check-series' bisect
+# tree, check-regressions' injection tree). An existing one is left as it
+# is: its owner resets it. build/linux must exist (prepare-tree.sh).
+tree_worktree() {
+	[ ! -e "$1/.git" ] || return 0
+	git -C "$BUILD/linux" rev-parse -q --verify pristine >/dev/null ||
+		die "$BUILD/linux has no pristine tree: run scripts/prepare-tree.sh upstream first"
+	mkdir -p "$(dirname "$1")"
+	# a worktree whose dir was deleted by hand still holds its name
+	git -C "$BUILD/linux" worktree prune
+	git -C "$BUILD/linux" worktree add -q --detach "$1" "$2"
+}
+
+# build_skel_program TESTS BPF_C LOADER_C OBJ_DIR OUT: a BPF program and its
+# user-space loader, the way the selftests build theirs: BPF_C compiled by
+# clang-19 against the vmlinux.h of TESTS (a build-tests.sh output dir),
+# its libbpf skeleton OBJ_DIR/NAME.skel.h generated by that dir's bpftool
+# (NAME: BPF_C without .bpf.c), and LOADER_C, which includes the skeleton,
+# linked with that dir's libbpf.a into OUT. Used for the guest programs
+# (build-tests.sh) and the benchmark (bench.sh).
+build_skel_program() {
+	local tests=$1 bpf=$2 loader=$3 obj=$4 out=$5 name
+	name=$(basename "$bpf" .bpf.c)
+	mkdir -p "$obj"
+	"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
+		-I"$tests/tools/include" -c "$bpf" -o "$obj/$name.bpf.o"
+	"$tests/tools/sbin/bpftool" gen skeleton "$obj/$name.bpf.o" name "$name" \
+		> "$obj/$name.skel.h"
+	gcc -g -O2 -Wall -Werror -I"$obj" -I"$tests/tools/include" "$loader" \
+		"$tests/tools/build/libbpf/libbpf.a" -lelf -lz -lpthread -o "$out"
 }
 
 # split_channel CHANNEL_LOG RUN_DIR: the guest's report (guest/init) into

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Read a test matrix (tests/matrix): which suites run on which kernel and
 what each must do. The one parser of the matrix: check.sh asks it for the
-kernels, the test builds and each kernel's guest plan, judge.py for a row's
+kernels, the test builds and each kernel's guest plan (all of a kernel's
+suites, or the ones named: make check SUITES=...), judge.py for a row's
 expectation. A row that is not valid stops everything with its line number.
+Reads the matrix and tests/expected-failures/; writes nothing.
 
 A row, split like a shell command line (quotes group words):
 
@@ -164,32 +166,64 @@ def unique(items):
     return list(dict.fromkeys(items))
 
 
-def plan_line(row):
-    """The guest's plan line for a row (see run_suite in guest/init)."""
-    words = ["run_suite", row.suite, str(row.timeout), f"/tests/{row.sources}"] + row.command
+def with_filter(command, test_filter):
+    """A test_progs command line with its -t selection replaced by
+    TEST_FILTER: a second -t would add tests to the selection, not narrow
+    it."""
+    words = list(command)
+    for i, w in enumerate(words[:-1]):
+        if w == "-t":
+            words[i + 1] = test_filter
+            return words
+    return words + ["-t", test_filter]
+
+
+def plan_line(row, test_filter=""):
+    """The guest's plan line for a row (see run_suite in guest/init).
+    TEST_FILTER, if any, is the -t selection of test_progs rows."""
+    command = row.command
+    if test_filter and row.kind == "test_progs":
+        command = with_filter(command, test_filter)
+    words = ["run_suite", row.suite, str(row.timeout), f"/tests/{row.sources}"] + command
     return " ".join(shlex.quote(w) for w in words)
 
 
+def select_rows(rows, kernel, suites=()):
+    """The rows of KERNEL, only those of SUITES if any are named; a name
+    that is no suite of that kernel is an error that lists them."""
+    mine = [r for r in rows if r.kernel == kernel]
+    if not suites:
+        return mine
+    names = [r.suite for r in mine]
+    unknown = [s for s in suites if s not in names]
+    if unknown:
+        raise MatrixError(f"no suite {', '.join(unknown)} for kernel {kernel}; "
+                          f"its suites: {' '.join(names)}")
+    return [r for r in mine if r.suite in suites]
+
+
 def main(argv):
-    usage = ("usage: matrix.py MATRIX check | kernels | sources KERNEL | plan KERNEL"
-             " | rows KERNEL")
+    usage = ("usage: matrix.py MATRIX check | kernels | sources KERNEL [SUITE...]"
+             " | plan KERNEL [SUITE...] | rows KERNEL [SUITE...]\n"
+             "  the environment's TEST_FILTER is the -t selection of plan's test_progs rows")
     if len(argv) < 3:
         sys.exit(usage)
     path, what, args = argv[1], argv[2], argv[3:]
     try:
         rows = read_matrix(path)
+        mine = select_rows(rows, args[0], args[1:]) if args else []
     except (MatrixError, OSError) as e:
         sys.exit(f"matrix: {e}")
-    mine = [r for r in rows if args and r.kernel == args[0]]
     if what == "check" and not args:
         print(f"{path}: {len(rows)} rows")
     elif what == "kernels" and not args:
         print("\n".join(unique(r.kernel for r in rows)))
-    elif what == "sources" and len(args) == 1:
+    elif what == "sources" and args:
         print("\n".join(unique(r.sources for r in mine)))
-    elif what == "plan" and len(args) == 1:
-        print("\n".join(plan_line(r) for r in mine))
-    elif what == "rows" and len(args) == 1:
+    elif what == "plan" and args:
+        test_filter = os.environ.get("TEST_FILTER", "")
+        print("\n".join(plan_line(r, test_filter) for r in mine))
+    elif what == "rows" and args:
         # SUITE SOURCES KIND EXPECT, tab-separated, for check.sh's table
         for r in mine:
             print("\t".join([r.suite, r.sources, r.kind, r.expect_text]))

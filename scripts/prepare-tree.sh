@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# Make build/src/VARIANT: Debian's linux-source-6.1 with the variant's patch
+# Make build/VARIANT/src: Debian's linux-source-6.1 with the variant's patch
 # layers applied with git am, in series order.
+#
+#   prepare-tree.sh [VARIANT]
+#
+# Reads: /usr/src/linux-source-6.1.tar.xz (TARBALL), the variant's layers
+# (kernel/baseline, kernel/patches: series files and patches). Writes:
+# build/linux (the extracted tree, once), build/VARIANT/src (a worktree of
+# it), build/VARIANT/layers.stamp (what was applied), build/linux.log and
+# build/VARIANT/prepare.log (the extraction's and the patches' output).
 #
 # The tarball is extracted once into build/linux, a git repo whose commit
 # tagged "pristine" is the untouched tree; each variant is a worktree of it.
@@ -52,6 +60,7 @@ apply_layers() {
 	git -C "$tree" reset -q --hard pristine
 	git -C "$tree" clean -q -fdx
 	for p in $(variant_patches "$VARIANT"); do
+		echo "applying ${p#"$ROOT"/}"
 		if ! git -C "$tree" am -q --whitespace=nowarn "$p" >/dev/null 2>&1; then
 			git -C "$tree" am --abort >/dev/null 2>&1 || true
 			echo "error: patch does not apply: ${p#"$ROOT"/}" >&2
@@ -63,15 +72,45 @@ apply_layers() {
 	done
 }
 
+# A peer kernel (upstream612): its own tarball, extracted once, no layers.
+prepare_peer() {
+	local tree=$1
+	if [ -f "$tree/Makefile" ] && [ -f "$tree/.extracted" ]; then
+		echo "[$VARIANT] tree up to date ($(make -s -C "$tree" kernelversion))"
+		return 0
+	fi
+	if [ ! -f "$TARBALL_612" ]; then
+		echo "$TARBALL_612 missing: installing linux-source-6.12"
+		need apt-get apt
+		apt-get install -y linux-source-6.12 >/dev/null ||
+			die "could not install linux-source-6.12"
+	fi
+	rm -rf "$tree"
+	mkdir -p "$tree"
+	tar -xf "$TARBALL_612" -C "$tree" --strip-components=1
+	touch "$tree/.extracted"
+	echo "[$VARIANT] extracted $(basename "$TARBALL_612")"
+}
+
 main() {
 	local tree stamp stampfile
 	tree=$(src_dir "$VARIANT")
+	if is_peer_variant "$VARIANT"; then
+		stage extract prepare_peer "$tree"
+		return 0
+	fi
 	stampfile=$BUILD/$VARIANT/layers.stamp
-	stage extract extract_pristine
+	if git -C "$BUILD/linux" rev-parse -q --verify pristine >/dev/null 2>&1; then
+		extract_pristine
+	else
+		# minutes: 1.3 GB of tree into a git repo
+		mkdir -p "$BUILD"
+		: > "$BUILD/linux.log"
+		logged_stage "extract $(basename "$TARBALL") into build/linux" \
+			"$BUILD/linux.log" extract_pristine
+	fi
 	if [ ! -e "$tree/.git" ]; then
-		mkdir -p "$(dirname "$tree")"
-		git -C "$BUILD/linux" worktree prune
-		git -C "$BUILD/linux" worktree add -q --detach "$tree" pristine
+		tree_worktree "$tree" pristine
 		rm -f "$stampfile"
 	fi
 	stamp=$(layers_stamp)
@@ -80,7 +119,9 @@ main() {
 		return 0
 	fi
 	rm -f "$stampfile"
-	stage "apply patch layers" apply_layers "$tree"
+	mkdir -p "$BUILD/$VARIANT"
+	: > "$BUILD/$VARIANT/prepare.log"
+	logged_stage "apply patch layers" "$BUILD/$VARIANT/prepare.log" apply_layers "$tree"
 	echo "$stamp" > "$stampfile"
 	echo "[$VARIANT] $(git -C "$tree" rev-list --count pristine..HEAD) patches applied"
 }

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Boot a variant's kernel in QEMU (TCG) with an initramfs that holds busybox,
-# the test binaries of the given test dirs and a plan, and collect what the
-# guest reports.
+# Boot a variant's kernel in QEMU (KVM when /dev/kvm works, else TCG) with an
+# initramfs that holds busybox, bpftool, the test binaries of the given test
+# dirs and a plan, and collect what the guest reports.
 #
 #   run-guest.sh KERNEL_VARIANT RUN_DIR PLAN [TEST_VARIANT...]
+#
+# Reads: build/KERNEL_VARIANT/obj's bzImage (or KERNEL_IMAGE), guest/init,
+# PLAN, the test dirs, tests/kernel-splats (through judge.py). Writes RUN_DIR
+# (below).
 #
 # PLAN is a shell fragment of run_suite lines (see guest/init); test binaries
 # of TEST_VARIANT are in the guest at /tests/TEST_VARIANT. A TEST_VARIANT
@@ -14,6 +18,10 @@
 # (the guest's exit code). Exit status: 0 when the guest reported a verdict
 # and the console shows no kernel splat (tests/kernel-splats); the suites'
 # own results are judged by the caller.
+#
+# GUEST_CONSOLE=stdio: the kernel console on this terminal instead of
+# RUN_DIR/console.log, for a plan that runs a shell there (make shell);
+# Ctrl-A x stops QEMU. QEMU_ACCEL=kvm|tcg: no detection, use that one.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,6 +46,41 @@ KERNEL=${KERNEL_IMAGE:-$(obj_dir "$VARIANT")/arch/x86/boot/bzImage}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400}
 GUEST_MEM=${GUEST_MEM:-2048}
 
+# Why KVM cannot be used here, or nothing: /dev/kvm must open read-write and
+# answer KVM_GET_API_VERSION with 12 (a node that exists is not enough: no
+# permission, or no virtualisation under it).
+kvm_problem() {
+	python3 - 2>&1 <<-'EOF' || true
+		import fcntl, os, sys
+		try:
+		    fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+		    version = fcntl.ioctl(fd, 0xAE00)   # KVM_GET_API_VERSION
+		except OSError as e:
+		    sys.exit(f"/dev/kvm: {e.strerror}")
+		if version != 12:
+		    sys.exit(f"/dev/kvm: KVM API version {version}, not 12")
+	EOF
+}
+
+# ACCEL: QEMU's options for the accelerator, and a line that says which.
+pick_accel() {
+	local why
+	case "${QEMU_ACCEL:-}" in
+	kvm) why= ;;
+	tcg) why="QEMU_ACCEL=tcg" ;;
+	'') why=$(kvm_problem) ;;
+	*) die "QEMU_ACCEL=$QEMU_ACCEL: kvm or tcg" ;;
+	esac
+	if [ -z "$why" ]; then
+		ACCEL=(-enable-kvm -cpu host)
+		ACCEL_SAYS="KVM (-enable-kvm -cpu host)"
+	else
+		# TCG emulates: -cpu max gives the guest every feature it can
+		ACCEL=(-accel tcg -cpu max)
+		ACCEL_SAYS="TCG (-cpu max), no KVM: $why"
+	fi
+}
+
 make_initramfs() {
 	local stage=$RUN/initramfs t dir lib
 	rm -rf "$stage"
@@ -51,6 +94,11 @@ make_initramfs() {
 		/*) dir=$t t=$(basename "$t") ;;
 		*) dir=$(test_dir "$t") ;;
 		esac
+		# bpftool, of the first test dir that has one (build-tests.sh
+		# builds it from that tree), for make shell and make run
+		if [ ! -e "$stage/bin/bpftool" ] && [ -x "$dir/tools/sbin/bpftool" ]; then
+			cp "$dir/tools/sbin/bpftool" "$stage/bin/bpftool"
+		fi
 		mkdir -p "$stage/tests/$t"
 		# Everything a runner opens at run time sits beside it: the
 		# binaries, BPF objects and bpf_testmod.ko (test_progs loads
@@ -60,7 +108,7 @@ make_initramfs() {
 			-exec cp {} "$stage/tests/$t/" \;
 	done
 	# Shared libraries of every binary, at the paths the loader expects.
-	find "$stage/tests" -type f -perm -u+x -exec ldd {} \; 2>/dev/null |
+	find "$stage/tests" "$stage/bin" -type f -perm -u+x -exec ldd {} \; 2>/dev/null |
 		grep -o '/[^ ]*\.so[^ ]*' | sort -u | while read -r lib; do
 			mkdir -p "$stage$(dirname "$lib")"
 			cp -L "$lib" "$stage$lib"
@@ -69,19 +117,47 @@ make_initramfs() {
 	rm -rf "$stage"
 }
 
+# A progress line every PROGRESS_SECONDS (20) while the guest runs: the
+# guest's last "guest: suite ..." line on the console, until killed.
+boot_progress() {
+	local start=$1 last
+	set +e
+	trap 'kill $! 2>/dev/null; exit 0' TERM
+	while sleep "${PROGRESS_SECONDS:-20}" & wait $!; do
+		last=$(tr -d '\r' < "$RUN/console.log" | grep -a '^guest: ' | tail -1 | cut -c1-100)
+		echo "    [$VARIANT] boot and run: $(elapsed "$start")${last:+, $last}"
+	done
+}
+
 boot() {
-	local rc=0
+	local rc=0 console=(-monitor none -serial "file:$RUN/console.log") ticker=
 	: > "$RUN/console.log"
 	: > "$RUN/channel.log"
+	# a terminal's console: its Ctrl-A commands, and no time limit
+	if [ "${GUEST_CONSOLE:-}" = stdio ]; then
+		console=(-serial mon:stdio)
+		GUEST_TIMEOUT=0
+	else
+		boot_progress "$(date +%s)" &
+		ticker=$!
+	fi
 	# Two sockets of one core: without ACPI the kernel finds CPUs in the
 	# MP table, where QEMU lists only the first core of a socket.
+	# GUEST_SMP and GUEST_QEMU_ARGS: bench.sh's instruction-count mode
+	# boots one CPU with -icount.
+	# shellcheck disable=SC2086
 	timeout --foreground -k 10 "$GUEST_TIMEOUT" \
-		qemu-system-x86_64 -cpu max -smp 2,sockets=2,cores=1 -m "$GUEST_MEM" -no-reboot \
-		-display none -monitor none -nodefaults \
-		-serial "file:$RUN/console.log" -serial "file:$RUN/channel.log" \
+		qemu-system-x86_64 "${ACCEL[@]}" -smp "${GUEST_SMP:-2,sockets=2,cores=1}" \
+		-m "$GUEST_MEM" -no-reboot ${GUEST_QEMU_ARGS:-} \
+		-display none -nodefaults \
+		"${console[@]}" -serial "file:$RUN/channel.log" \
 		-kernel "$KERNEL" -initrd "$RUN/initramfs.cpio.gz" \
 		-append "console=ttyS0 panic=-1 oops=panic loglevel=6 ${GUEST_CMDLINE:-}" ||
 		rc=$?
+	if [ -n "$ticker" ]; then
+		kill "$ticker" 2>/dev/null
+		wait "$ticker" 2>/dev/null || true
+	fi
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		echo "error: guest did not finish within ${GUEST_TIMEOUT}s" >&2
 	elif [ $rc -ne 0 ]; then
@@ -95,6 +171,9 @@ main() {
 	mkdir -p "$RUN"
 	stage initramfs make_initramfs "$@"
 	echo "[$VARIANT] initramfs: $(du -h "$RUN/initramfs.cpio.gz" | cut -f1)"
+	pick_accel
+	echo "[$VARIANT] qemu: $ACCEL_SAYS"
+	echo "$ACCEL_SAYS" > "$RUN/accel"
 	start=$(date +%s)
 	stage "boot and run in QEMU" boot
 	echo "$(( $(date +%s) - start ))" > "$RUN/boot-seconds"
