@@ -512,14 +512,23 @@ def judge_regression(run_dir, selector, suite="regress"):
     log = os.path.join(run_dir, f"{suite}.log")
     if timeout is not None:
         return False, f"the test timed out after {timeout} s"
-    if rc is None or not os.path.isfile(log):
-        return False, "the test never ran to its end (no exit status reported)"
     console = os.path.join(run_dir, "console.log")
     lines = read_lines(console) if os.path.isfile(console) else []
     # only what the kernel reported once the test had started is the bug's
     start = next((i for i, line in enumerate(lines) if line.startswith(f"guest: suite {suite}:")),
                  None)
     splats = find_splats(lines[start:]) if start is not None else []
+    if rc is None or not os.path.isfile(log):
+        # The guest boots with oops=panic: an oops in the test's own
+        # syscall panics the kernel before the suite can report a status.
+        # The test had started and the kernel died reporting it: a catch.
+        # Without the start line or the panic, nothing proves the test ran.
+        panicked = start is not None and any("Kernel panic - not syncing" in line
+                                             for line in lines[start:])
+        if splats and panicked:
+            n, kind, line = splats[0]
+            return True, f"kernel {kind} while it ran, which panicked the guest: {line.strip()}"
+        return False, "the test never ran to its end (no exit status reported)"
     if selector.startswith("exit:"):
         # a guest program, judged by its exit status: 1 is its failure;
         # crashes and the like are no proof that it saw the bug
