@@ -43,6 +43,20 @@ struct {
 	__type(value, struct src_val);
 } src SEC(".maps");
 
+/* BENCH_OPS updates of key 0 of MAP with the source value. */
+static __always_inline int update_from_src(void *map)
+{
+	int key = 0, i;
+	void *v = bpf_map_lookup_elem(&src, &key);
+
+	if (!v)
+		return 1;
+	for (i = 0; i < BENCH_OPS; i++)
+		if (bpf_map_update_elem(map, &key, v, BPF_ANY))
+			misses++;
+	return 0;
+}
+
 #define VSIZE_CASES(n)							\
 struct val_v##n { __u8 b[n]; };						\
 struct {								\
@@ -61,29 +75,13 @@ struct {								\
 SEC("tc")								\
 int array_update_v##n(struct __sk_buff *ctx)				\
 {									\
-	int key = 0, i;							\
-	void *v = bpf_map_lookup_elem(&src, &key);			\
-									\
-	if (!v)								\
-		return 1;						\
-	for (i = 0; i < BENCH_OPS; i++)					\
-		if (bpf_map_update_elem(&array_v##n, &key, v, BPF_ANY))	\
-			misses++;					\
-	return 0;							\
+	return update_from_src(&array_v##n);				\
 }									\
 									\
 SEC("tc")								\
 int hash_update_v##n(struct __sk_buff *ctx)				\
 {									\
-	int key = 0, i;							\
-	void *v = bpf_map_lookup_elem(&src, &key);			\
-									\
-	if (!v)								\
-		return 1;						\
-	for (i = 0; i < BENCH_OPS; i++)					\
-		if (bpf_map_update_elem(&hash_v##n, &key, v, BPF_ANY))	\
-			misses++;					\
-	return 0;							\
+	return update_from_src(&hash_v##n);				\
 }
 
 VSIZE_CASES(8)
