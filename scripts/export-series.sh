@@ -16,12 +16,20 @@
 # same bytes, so a diff of the layer shows only real changes. For that the
 # commits' author and committer dates are first set to one fixed date (the
 # commits are rewritten in place, with no change to their content), the From
-# lines carry no commit hash, and no signature is appended.
+# lines carry no commit hash, and no signature is appended. Every commit
+# gets the series' author (SERIES_AUTHOR): commits made while resolving a
+# rebase would otherwise carry the build tree's local identity. The cover
+# letter gets the same fixed date, and its "@BASE_TREE@" becomes the git
+# tree id of BASE: unlike a commit id it depends only on the files, so it
+# names the base on every machine.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 TREE=$1 BASE=$2 LAYER=${3:-$ROOT/kernel/patches}
 FIXED_DATE=${FIXED_DATE:-"Thu, 1 Jan 2026 00:00:00 +0000"}
+SERIES_AUTHOR=${SERIES_AUTHOR:-"Kptr Project <kptr@localhost>"}
+author_name=${SERIES_AUTHOR% <*} author_email=${SERIES_AUTHOR##*<}
+author_email=${author_email%>}
 git -C "$TREE" rev-parse -q --verify "$BASE" >/dev/null || die "$BASE is not a commit of $TREE"
 [ -z "$(git -C "$TREE" status --porcelain --untracked-files=no)" ] ||
 	die "$TREE has uncommitted changes: commit them first"
@@ -32,8 +40,8 @@ stamp() {
 	tip=$(git -C "$TREE" rev-parse "$base")
 	for c in $(git -C "$TREE" rev-list --reverse "$base"..HEAD); do
 		tip=$(GIT_AUTHOR_DATE="$FIXED_DATE" GIT_COMMITTER_DATE="$FIXED_DATE" \
-			GIT_AUTHOR_NAME="$(git -C "$TREE" log -1 --format=%an "$c")" \
-			GIT_AUTHOR_EMAIL="$(git -C "$TREE" log -1 --format=%ae "$c")" \
+			GIT_AUTHOR_NAME="$author_name" GIT_AUTHOR_EMAIL="$author_email" \
+			GIT_COMMITTER_NAME="$author_name" GIT_COMMITTER_EMAIL="$author_email" \
 			git -C "$TREE" commit-tree "$c^{tree}" -p "$tip" \
 			-m "$(git -C "$TREE" log -1 --format=%B "$c")")
 	done
@@ -46,15 +54,19 @@ LAYER=$(cd "$LAYER" && pwd)	# git -C runs in TREE
 rm -f "$LAYER"/[0-9][0-9][0-9][0-9]-*.patch
 cover=()
 [ -f "$LAYER/cover-letter.txt" ] && cover=(--cover-letter)
-git -C "$TREE" format-patch -q --zero-commit --no-signature --numbered \
+GIT_COMMITTER_NAME="$author_name" GIT_COMMITTER_EMAIL="$author_email" \
+	git -C "$TREE" format-patch -q --zero-commit --no-signature --numbered \
 	"${cover[@]}" -o "$LAYER" "$BASE"..HEAD
 if [ ${#cover[@]} -gt 0 ]; then
 	# git's template has placeholders for the subject and the text
-	python3 - "$LAYER/0000-cover-letter.patch" "$LAYER/cover-letter.txt" <<'PY'
-import sys
-patch, text = sys.argv[1], open(sys.argv[2]).read()
+	python3 - "$LAYER/0000-cover-letter.patch" "$LAYER/cover-letter.txt" \
+		"$FIXED_DATE" "$(git -C "$TREE" rev-parse --short=12 "$BASE^{tree}")" <<'PY'
+import re, sys
+patch, text, date, base_tree = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3], sys.argv[4]
 subject, _, body = text.partition("\n\n")
+body = body.replace("@BASE_TREE@", base_tree)
 p = open(patch).read()
+p = re.sub(r"^Date: .*$", "Date: " + date, p, count=1, flags=re.M)
 p = p.replace("*** SUBJECT HERE ***", subject.strip(), 1)
 p = p.replace("*** BLURB HERE ***", body.rstrip("\n"), 1)
 open(patch, "w").write(p)
