@@ -14,6 +14,9 @@
 #   make check-debug  our kernel with KASAN, kmemleak, lockdep: kptr tests, stress, fuzz
 #   make check-regressions  each regression test fails with its bug put back
 #   make check-hardened  an IBT kernel build: every kptr destructor keeps its ENDBR
+#   make check-full  upstream 6.1's complete test_progs, test_maps and test_verifier
+#                 on upstream 6.1 and on our series, both with the selftests'
+#                 own config; parity table in build/parity.md (hours under TCG)
 #   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
 #                 builds, checkpatch clean, the docs build without warnings
 #   make bench    kptr benchmarks in instruction counts (and TCG time) on
@@ -29,6 +32,8 @@
 #   noinline  patched without the bpf_kptr_xchg() inlining (bench's "before")
 #   upstream612  Debian's linux-source-6.12 as it is: make bench's peer kernel
 #   hardened  patched with IBT and distribution hardening (check-hardened)
+#   upstream-full, patched-full  upstream and patched with the config of
+#             tools/testing/selftests/bpf (make check-full)
 
 VARIANT ?= patched
 # The demo runs on our kernel; DEMO_VARIANT=upstream shows 6.1 doing the same.
@@ -45,7 +50,7 @@ CMD ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-series shell run prepare kernel tests clean distclean
+.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-full check-series shell run prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -78,6 +83,9 @@ check-regressions: deps
 
 check-hardened: deps
 	scripts/check-hardened.sh
+
+check-full: deps
+	scripts/check-full.sh
 
 check-series:
 	scripts/install-deps.sh docs

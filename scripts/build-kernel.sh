@@ -13,7 +13,9 @@
 #
 # Config: allnoconfig plus the variant's kernel/config/*.config fragments
 # (variant_configs), redone only when a fragment changed. Every requested
-# option must survive olddefconfig. The build is skipped when no file of
+# option must survive olddefconfig. The *-full variants also merge the
+# selftests' config files (variant_best_effort_configs), under ours; what
+# of those does not survive is listed in build/VARIANT/obj/config-dropped. The build is skipped when no file of
 # the tree is newer than the bzImage (KERNEL_FORCE_MAKE=1: run make anyway).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +33,7 @@ done
 SRC=${KERNEL_SRC:-$(src_dir "$VARIANT")}
 OBJ=${KERNEL_OBJ:-$(obj_dir "$VARIANT")}
 mapfile -t FRAGMENTS < <(variant_configs "$VARIANT")
+mapfile -t BEST_EFFORT < <(variant_best_effort_configs "$VARIANT")
 [ -n "${EXTRA_CONFIG:-}" ] && FRAGMENTS+=("$EXTRA_CONFIG")
 
 LOG=${KERNEL_LOG:-$OBJ.log}
@@ -42,10 +45,20 @@ KMAKE=(make -C "$SRC" O="$OBJ" -j"$JOBS" CC="ccache gcc" HOSTCC="ccache gcc")
 make_config() {
 	mkdir -p "$OBJ"
 	"${KMAKE[@]}" -s allnoconfig
+	# ours last, so that where a best-effort fragment disagrees ours wins
 	(cd "$OBJ" && "$SRC/scripts/kconfig/merge_config.sh" -m -O "$OBJ" \
-		"$OBJ/.config" "${FRAGMENTS[@]}" >/dev/null)
+		"$OBJ/.config" "${BEST_EFFORT[@]}" "${FRAGMENTS[@]}" >/dev/null)
 	"${KMAKE[@]}" -s olddefconfig
 	local f line missing=0
+	: > "$OBJ/config-dropped"
+	for f in "${BEST_EFFORT[@]}"; do
+		grep '^CONFIG_' "$f" | while read -r line; do
+			grep -qxF "$line" "$OBJ/.config" ||
+				echo "$line (${f#"$BUILD"/}): now $(grep -E "^(# )?${line%%=*}[= ]" "$OBJ/.config" || echo absent)"
+		done >> "$OBJ/config-dropped"
+	done
+	[ ! -s "$OBJ/config-dropped" ] ||
+		echo "[$VARIANT] $(wc -l < "$OBJ/config-dropped") best-effort config lines not kept: $OBJ/config-dropped"
 	for f in "${FRAGMENTS[@]}"; do
 		while read -r line; do
 			case "$line" in CONFIG_*) ;; *) continue ;; esac
@@ -63,19 +76,20 @@ main() {
 	[ -n "${KERNEL_SRC:-}" ] || "$ROOT/scripts/prepare-tree.sh" "$VARIANT"
 	mkdir -p "$(dirname "$LOG")"
 	: > "$LOG"
-	stamp=$(cat "${FRAGMENTS[@]}" | sha256sum | cut -d' ' -f1)
+	stamp=$(cat "${BEST_EFFORT[@]}" "${FRAGMENTS[@]}" | sha256sum | cut -d' ' -f1)
 	if [ ! -f "$OBJ/.config" ] || [ "$(cat "$OBJ/.config-stamp" 2>/dev/null)" != "$stamp" ]; then
 		logged_stage "configure kernel" "$LOG" make_config
 		echo "$stamp" > "$OBJ/.config-stamp"
 	fi
-	# Nothing in the tree, nor the config, newer than the last bzImage:
+	# Nothing in the tree (but the selftests, which the kernel does not
+	# build from), nor the config, newer than the last bzImage:
 	# nothing to build, so no need to wait for the machine's build lock
 	# (the daily loop, while others build). A find of the tree takes a
 	# second; kbuild's own walk 20-30 s.
 	if [ -f "$OBJ/arch/x86/boot/bzImage" ] && [ -z "${KERNEL_FORCE_MAKE:-}" ] &&
 	   [ ! "$OBJ/.config" -nt "$OBJ/arch/x86/boot/bzImage" ] &&
-	   [ -z "$(find "$SRC" -path "$SRC/.git" -prune -o -newer "$OBJ/arch/x86/boot/bzImage" \
-		   -print -quit)" ]; then
+	   [ -z "$(find "$SRC" \( -path "$SRC/.git" -o -path "$SRC/tools/testing" \) -prune -o \
+		   -newer "$OBJ/arch/x86/boot/bzImage" -print -quit)" ]; then
 		echo "[$VARIANT] kernel up to date: $OBJ/arch/x86/boot/bzImage"
 		return 0
 	fi

@@ -197,6 +197,26 @@ build_bench_inputs() {
 	[ -f "$OUT/tools/build/libbpf/libbpf.a" ] || "${STMAKE[@]}" "$OUT/tools/build/libbpf/libbpf.a"
 }
 
+# The *-full variants (make check-full): the selftests as upstream builds
+# them, every runner and BPF object the Makefile makes for test_progs,
+# test_maps and test_verifier, with the files test_progs opens at run time
+# (urandom_read, ima_setup.sh, the btf_dump test cases...) beside them.
+# bpf_testmod.ko is ours (build_testmod: against the kernel build, out of
+# the source tree) and made first, so the Makefile's own rule, which would
+# build it in the source tree against a kernel built there, finds it up to
+# date. test_progs-no_alu32 doubles the BPF compile for a flavour our
+# series does not treat apart: not built (make check-full says so).
+build_full_selftests() {
+	mkdir -p "$OUT"
+	build_testmod
+	touch "$OUT/bpf_testmod.ko"
+	# 6.1's Makefile links urandom_read with "liburandom_read.so" as a
+	# path relative to the source dir, where only an in-tree build has it
+	"${STMAKE[@]}" "$OUT/liburandom_read.so"
+	ln -sfn "$OUT/liburandom_read.so" "$SELFTESTS/liburandom_read.so"
+	"${STMAKE[@]}" test_progs test_maps test_verifier
+}
+
 # MODULE_ONLY=1: only bpf_testmod.ko, into a copy of another kernel build's
 # tests (check-regressions.sh gives each injected kernel its own module).
 if [ -n "${MODULE_ONLY:-}" ]; then
@@ -206,6 +226,11 @@ fi
 if [ -n "${BENCH_ONLY:-}" ]; then
 	logged_stage "build bench inputs" "$LOG" build_bench_inputs
 	logged_stage "build bpf_testmod.ko" "$LOG" build_testmod
+	exit 0
+fi
+if is_full_variant "$VARIANT"; then
+	logged_stage "build upstream's selftests (test_progs, test_maps, test_verifier)" \
+		"$LOG" build_full_selftests
 	exit 0
 fi
 logged_stage "build test_verifier" "$LOG" build_test_verifier

@@ -25,7 +25,8 @@ die() { echo "error: $*" >&2; exit 1; }
 check_variant() {
 	case "$1" in
 	upstream|baseline|patched|debug|noinline|hardened|upstream612) ;;
-	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug, noinline, hardened or upstream612)" ;;
+	upstream-full|patched-full) ;;
+	*) die "unknown variant '$1' (pick upstream, baseline, patched, debug, noinline, hardened, upstream612, upstream-full or patched-full)" ;;
 	esac
 }
 
@@ -38,9 +39,9 @@ is_peer_variant() { [ "$1" = upstream612 ]; }
 # The patch layers a variant is made of, applied in this order.
 variant_layers() {
 	case "$1" in
-	upstream) ;;
+	upstream|upstream-full) ;;
 	baseline) echo "$ROOT/kernel/baseline" ;;
-	patched|debug|noinline|hardened) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
+	patched|debug|noinline|hardened|patched-full) echo "$ROOT/kernel/baseline"; echo "$ROOT/kernel/patches" ;;
 	esac
 }
 
@@ -69,6 +70,21 @@ variant_configs() {
 	echo "$ROOT/kernel/config/kptr.config"
 	[ "$1" != debug ] || echo "$ROOT/kernel/config/debug.config"
 	[ "$1" != hardened ] || echo "$ROOT/kernel/config/hardened.config"
+}
+
+# The *-full variants (make check-full) are upstream and patched with the
+# configuration upstream's BPF selftests are meant to run on: the tree's own
+# tools/testing/selftests/bpf/config and config.x86_64, merged onto ours.
+# Those two are taken as they come, so unlike variant_configs an option of
+# theirs that olddefconfig drops is only listed (build/VARIANT/obj/
+# config-dropped), not an error. Both variants read the pristine tree's
+# copies, so their configs cannot differ.
+is_full_variant() { case "$1" in *-full) return 0 ;; esac; return 1; }
+variant_best_effort_configs() {
+	local dir=$BUILD/linux/tools/testing/selftests/bpf
+	is_full_variant "$1" || return 0
+	echo "$dir/config"
+	echo "$dir/config.x86_64"
 }
 
 # Print the patch files of a layer in series order (comments and blanks skipped).

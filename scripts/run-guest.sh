@@ -19,6 +19,12 @@
 # and the console shows no kernel splat (tests/kernel-splats); the suites'
 # own results are judged by the caller.
 #
+# GUEST_HOST_TOOLS: names of host programs (iproute2's ip and tc for make
+# check-full) put in the guest's /bin, where they win over busybox's
+# applets of the same name (with GUEST_SH=dash, or busybox's sh runs its
+# applets first). GUEST_IDLE_TIMEOUT: stop the guest when it has
+# reported nothing on its channel for that many seconds (a machine that
+# hangs as a whole; its suites' own limits must be shorter).
 # GUEST_CONSOLE=stdio: the kernel console on this terminal instead of
 # RUN_DIR/console.log, for a plan that runs a shell there (make shell);
 # Ctrl-A x stops QEMU. QEMU_ACCEL=kvm|tcg: no detection, use that one.
@@ -84,9 +90,24 @@ pick_accel() {
 make_initramfs() {
 	local stage=$RUN/initramfs t dir lib
 	rm -rf "$stage"
-	mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp,lib,lib64,tests,etc}
+	mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp,lib,lib64,tests,etc,run,var,mnt}
+	# ip netns keeps its namespaces in /var/run; the selftests' cgroup
+	# helpers mount their cgroup2 on /mnt
+	ln -s ../run "$stage/var/run"
 	cp "$BUSYBOX" "$stage/bin/busybox"
-	ln -s busybox "$stage/bin/sh"
+	for t in ${GUEST_HOST_TOOLS:-}; do
+		cp -L "$(command -v "$t" || die "GUEST_HOST_TOOLS: no $t on this machine")" "$stage/bin/"
+	done
+	# GUEST_SH: a host shell (dash) as /bin/sh, also for system(): busybox's
+	# sh runs its own applets before any program of PATH, so the host
+	# tools above would never run from a test's system("ip ...")
+	if [ -n "${GUEST_SH:-}" ]; then
+		cp -L "$(command -v "$GUEST_SH" || die "GUEST_SH: no $GUEST_SH on this machine")" \
+			"$stage/bin/$GUEST_SH"
+		ln -s "$GUEST_SH" "$stage/bin/sh"
+	else
+		ln -s busybox "$stage/bin/sh"
+	fi
 	cp "$ROOT/guest/init" "$stage/init"
 	cp "$PLAN" "$stage/plan.sh"
 	for t in "$@"; do
@@ -102,9 +123,11 @@ make_initramfs() {
 		mkdir -p "$stage/tests/$t"
 		# Everything a runner opens at run time sits beside it: the
 		# binaries, BPF objects and bpf_testmod.ko (test_progs loads
-		# it from its cwd), not the build's scratch dirs.
+		# it from its cwd), not the build's scratch dirs. The btf_dump
+		# test compares its output with these C files.
 		find "$dir" -maxdepth 1 -type f \
-			\( -perm -u+x -o -name '*.bpf.o' -o -name '*.ko' \) \
+			\( -perm -u+x -o -name '*.bpf.o' -o -name '*.ko' \
+			   -o -name 'btf_dump_test_case_*.c' \) \
 			-exec cp {} "$stage/tests/$t/" \;
 	done
 	# Shared libraries of every binary, at the paths the loader expects.
@@ -129,8 +152,25 @@ boot_progress() {
 	done
 }
 
+# Kill this run's QEMU when the guest's channel has not grown for
+# GUEST_IDLE_TIMEOUT seconds.
+idle_watchdog() {
+	local last=-1 size since
+	since=$(date +%s)
+	while sleep 10; do
+		size=$(stat -c %s "$RUN/channel.log" 2>/dev/null || echo 0)
+		if [ "$size" != "$last" ]; then
+			last=$size since=$(date +%s)
+		elif [ $(( $(date +%s) - since )) -ge "$GUEST_IDLE_TIMEOUT" ]; then
+			echo "error: the guest reported nothing for ${GUEST_IDLE_TIMEOUT}s: stopping it" >&2
+			pkill -f -- "-initrd $RUN/initramfs.cpio.gz" || true
+			return 0
+		fi
+	done
+}
+
 boot() {
-	local rc=0 console=(-monitor none -serial "file:$RUN/console.log") ticker=
+	local rc=0 console=(-monitor none -serial "file:$RUN/console.log") ticker= idle=
 	: > "$RUN/console.log"
 	: > "$RUN/channel.log"
 	# a terminal's console: its Ctrl-A commands, and no time limit
@@ -141,6 +181,7 @@ boot() {
 		boot_progress "$(date +%s)" &
 		ticker=$!
 	fi
+	[ -z "${GUEST_IDLE_TIMEOUT:-}" ] || { idle_watchdog & idle=$!; }
 	# Two sockets of one core: without ACPI the kernel finds CPUs in the
 	# MP table, where QEMU lists only the first core of a socket.
 	# GUEST_SMP and GUEST_QEMU_ARGS: bench.sh's instruction-count mode
@@ -157,6 +198,10 @@ boot() {
 	if [ -n "$ticker" ]; then
 		kill "$ticker" 2>/dev/null
 		wait "$ticker" 2>/dev/null || true
+	fi
+	if [ -n "$idle" ]; then
+		kill "$idle" 2>/dev/null
+		wait "$idle" 2>/dev/null || true
 	fi
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		echo "error: guest did not finish within ${GUEST_TIMEOUT}s" >&2

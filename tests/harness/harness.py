@@ -457,6 +457,62 @@ def check_series():
     return problems
 
 
+def check_parity():
+    """parity.py on two miniature check-full runs: a case that passes on the
+    reference and fails, crashes, goes missing or splats on the other is a
+    regression; one failing on both is listed with its cause; a denylist
+    line whose tests pass on the reference is stale."""
+    problems = []
+    tp = lambda t, res, subs=(): "".join(f"#1/{i} {t}/{n}:{r}\n" for i, (n, r) in
+                                         enumerate(subs, 1)) + f"#1 {t}:{res}\n"
+    ref = {"a": (tp("a", "OK", [("x", "OK"), ("y", "OK")]), 0, None),
+           "b": (tp("b", "OK"), 0, None), "c": (tp("c", "OK"), 0, None),
+           "d": ("open: No such file or directory\n" + tp("d", "FAIL"), 1, None),
+           "e": (tp("e", "OK"), 0, None), "f": (tp("f", "OK"), 0, None),
+           "g": ("ip: command not found\n" + tp("g", "FAIL"), 1, None)}
+    oth = dict(ref, a=(tp("a", "FAIL", [("x", "OK"), ("y", "FAIL")]), 1, None),
+               b=("", None, "crashed"), c=(tp("c", "OK"), 0, "splat"),
+               e=("", 0, None))
+    cases = [
+        ("regressions found", oth, "ip\tno netns", 1,
+         ["REGRESSION a/y: OK -> FAIL", "REGRESSION a: OK -> FAIL", "REGRESSION b: OK -> CRASH",
+          "REGRESSION c: OK -> SPLAT", "REGRESSION e: OK -> MISSING", "2 fail on both"]),
+        ("same results pass", ref, "g\tno netns", 0, ["0 regressions", "0 stale"]),
+        ("stale denylist line", ref, "f\tneeds a NIC", 1, ["STALE denylist line f"]),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, other, deny, want_rc, says in cases:
+            dirs = []
+            for kname, results in (("up", ref), ("pa", other)):
+                d = os.path.join(tmp, label.replace(" ", "_"), kname)
+                os.makedirs(os.path.join(d, "boot1"))
+                console = ["guest: up"]
+                with open(os.path.join(d, "suites"), "w") as f:
+                    for t, (log, rc, how) in results.items():
+                        f.write(f"test_progs.{t} 600 ./test_progs -a {t}\n")
+                        console.append(f"guest: suite test_progs.{t}: ./test_progs -a {t}")
+                        if how == "crashed":
+                            open(os.path.join(d, f"test_progs.{t}.crashed"), "w").write("boot1\n")
+                            continue
+                        if how == "splat":
+                            console.append("[   1.0] BUG: KASAN: use-after-free in x+0x1/0x2")
+                        open(os.path.join(d, f"test_progs.{t}.log"), "w").write(log)
+                        open(os.path.join(d, f"test_progs.{t}.rc"), "w").write(f"{rc}\n")
+                open(os.path.join(d, "boot1", "console.log"), "w").write("\n".join(console) + "\n")
+                dirs.append(f"{kname}={d}")
+            denyf = os.path.join(tmp, label.replace(" ", "_"), "deny")
+            open(denyf, "w").write(deny + "\n")
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "parity.py"),
+                                "--denylist", denyf, "--out", os.path.join(tmp, "p.md")] + dirs,
+                               capture_output=True, text=True)
+            if r.returncode != want_rc:
+                problems.append(f"{label}: exit {r.returncode}, want {want_rc}: {r.stdout}{r.stderr}")
+            for text in says:
+                if text not in r.stdout:
+                    problems.append(f"{label}: output lacks {text!r}: {r.stdout}{r.stderr}")
+    return problems
+
+
 def main(argv):
     fixtures = [Fixture(p) for p in sorted(glob.glob(os.path.join(HERE, "fixtures", "*.fixture")))]
     if len(argv) == 3 and argv[1] == "--old":
@@ -488,7 +544,8 @@ def main(argv):
     checks = (("project files", check_files), ("guest timeout", check_guest_timeout),
               ("check-series: each patch's tests and docs", check_series),
               ("KTAP of a kernel's run and of several kernels", check_ktap_kernel),
-              ("SUITES and TEST_FILTER", check_suite_selection))
+              ("SUITES and TEST_FILTER", check_suite_selection),
+              ("check-full's parity table", check_parity))
     for name, check in checks:
         problems = check()
         failed += bool(problems)

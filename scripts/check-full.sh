@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# make check-full: upstream 6.1's own BPF selftests, all of them, on
+# upstream 6.1 and on our series, both built with the configuration those
+# selftests are meant for, and a parity table of the two.
+#
+#   check-full.sh [KERNEL...]     (default: upstream-full patched-full)
+#
+# Builds the upstream-full and patched-full kernels (build-kernel.sh: our
+# config fragment plus the tree's tools/testing/selftests/bpf/config and
+# config.x86_64), upstream 6.1's test_progs, test_maps and test_verifier
+# once (build-tests.sh upstream-full) and, for patched-full, a copy of them
+# with a bpf_testmod.ko of its own kernel build (a module's BTF only fits
+# the vmlinux it was built against). Upstream's tests, unchanged, judge
+# both kernels: our own suites run in make check.
+#
+# Every test_progs test runs alone (./test_progs -a NAME) under the guest's
+# time limit (FULL_TEST_TIMEOUT, default 600 s), test_maps and test_verifier
+# as one suite each. A guest that dies (panic, a hang of the whole machine,
+# no verdict) is booted again with the suites it had not finished; the one
+# it was running is recorded as crashed (SUITE.crashed) and not run again.
+#
+# Then our own suites (tests/matrix's patched rows on the patched tree's
+# tests) run on patched-full, judged as make check judges them.
+#
+# Reads: the variants' trees and builds, tests/full-denylist (tests that
+# cannot run in this guest, with why). Writes build/runs/full-DATE/KERNEL/
+# (bootN/: each boot's console and reports; the suites' merged NAME.log,
+# NAME.rc, NAME.timeout, NAME.crashed), build/parity.md (scripts/parity.py)
+# and build/runs/full-DATE/times (build and run seconds per kernel).
+# Exit status 0 when no case that passes on upstream-full fails on
+# patched-full (parity.py says what else it checks).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+need python3 python3
+# FULL_RUNS: go on with an earlier run's dir: a kernel whose suites all ran
+# there is not run again, one interrupted goes on with the suites it had
+# left at the start of its unfinished boot.
+RUNS=${FULL_RUNS:-$BUILD/runs/full-$(date +%Y%m%d-%H%M%S)}
+TEST_TIMEOUT=${FULL_TEST_TIMEOUT:-600}
+MAX_BOOTS=${FULL_MAX_BOOTS:-12}
+# shellcheck disable=SC2206
+KERNELS=(${*:-upstream-full patched-full})
+# Host tools the selftests call that busybox does not have in the form
+# they need (ip netns, tc qdisc/filter with BPF): iproute2's, with their
+# libraries, put in the guest's /bin; dash as /bin/sh, which runs them
+# (busybox's sh would run its own ip applet).
+export GUEST_HOST_TOOLS=${GUEST_HOST_TOOLS:-ip tc}
+export GUEST_SH=${GUEST_SH:-dash}
+# ~700 BPF objects in the initramfs, unpacked into the guest's memory
+export GUEST_MEM=${GUEST_MEM:-4096}
+mkdir -p "$RUNS"
+touch "$RUNS/times"
+
+timed() {	# timed LABEL CMD...: run CMD, add "LABEL SECONDS" to times
+	local label=$1 start rc=0
+	shift
+	start=$(date +%s)
+	"$@" || rc=$?
+	echo "$label $(( $(date +%s) - start ))" >> "$RUNS/times"
+	return $rc
+}
+
+# The tests of KERNEL: upstream-full's own build, or a copy of it with a
+# bpf_testmod.ko built against KERNEL's vmlinux.
+prepare_tests() {
+	local k=$1 dir
+	dir=$(test_dir "$k")
+	[ "$k" != upstream-full ] || return 0
+	mkdir -p "$dir"
+	rsync -a --delete "$(test_dir upstream-full)/" "$dir/"
+	KERNEL_SRC=$(src_dir upstream-full) KERNEL_OBJ=$(obj_dir "$k") TESTS_OUT=$dir \
+		MODULE_ONLY=1 "$ROOT/scripts/build-tests.sh" upstream-full
+}
+
+# The suites, in run order: one per test_progs test (the names the runner
+# was built with, from the tests.h its Makefile generated), then test_maps
+# and test_verifier. "NAME LIMIT CMD".
+suite_list() {
+	local hdr
+	hdr=$(src_dir upstream-full)/tools/testing/selftests/bpf/prog_tests/tests.h
+	[ -f "$hdr" ] || die "$hdr missing: build-tests.sh upstream-full did not build test_progs"
+	sed -n 's/^DEFINE_TEST(\(.*\))$/\1/p' "$hdr" | while read -r t; do
+		echo "test_progs.$t $TEST_TIMEOUT ./test_progs -a $t"
+	done
+	echo "test_maps 1800 ./test_maps"
+	echo "test_verifier 1800 ./test_verifier"
+}
+
+# run_kernel KERNEL: boot it until every suite has run or crashed.
+run_kernel() {
+	local k=$1 out=$RUNS/$1 n=0 boot name limit cmd f crashed
+	if [ -f "$out/done" ]; then
+		echo "[$k] all suites ran in $out already"
+		return 0
+	fi
+	mkdir -p "$out"
+	if [ ! -f "$out/todo" ]; then
+		suite_list > "$out/suites"
+		cp "$out/suites" "$out/todo"
+	fi
+	n=$(find "$out" -maxdepth 1 -name 'boot*' | wc -l)
+	while [ -s "$out/todo" ]; do
+		n=$((n + 1))
+		[ $n -le "$MAX_BOOTS" ] || die "[$k] still $(wc -l < "$out/todo") suites to run after $MAX_BOOTS boots"
+		boot=$out/boot$n
+		mkdir -p "$boot"
+		while read -r name limit cmd; do
+			echo "run_suite $name $limit /tests/$k $cmd"
+		done < "$out/todo" > "$boot/plan.sh"
+		echo "[$k] boot $n: $(wc -l < "$out/todo") suites"
+		# A splat or a missing verdict is this script's business here:
+		# it is recorded per boot, and the suites left go on.
+		VARIANT=$k GUEST_TIMEOUT=$(( $(wc -l < "$out/todo") * 120 + 3600 )) \
+			GUEST_IDLE_TIMEOUT=$(( 1800 + 300 )) \
+			"$ROOT/scripts/run-guest.sh" "$k" "$boot" "$boot/plan.sh" "$k" ||
+			echo "[$k] boot $n failed (see $boot)"
+		python3 "$ROOT/scripts/judge.py" splats "$boot/console.log" > "$boot/splats" || true
+		crashed=
+		: > "$out/todo.next"
+		while read -r name limit cmd; do
+			if [ -f "$boot/$name.rc" ]; then
+				for f in "$boot/$name".*; do cp "$f" "$out/"; done
+			elif [ -z "$crashed" ]; then
+				crashed=$name
+				echo "boot$n" > "$out/$name.crashed"
+				echo "[$k] $name did not finish: the guest died in it (boot $n)"
+			else
+				echo "$name $limit $cmd" >> "$out/todo.next"
+			fi
+		done < "$out/todo"
+		mv "$out/todo.next" "$out/todo"
+	done
+	rm -f "$out/todo"
+	touch "$out/done"
+}
+
+# Our own suites (tests/matrix's patched rows that run the patched tree's
+# tests), built against patched-full's kernel and run on it: the full
+# config must not make any of them fail or skip what the minimal one runs.
+# The dir is named patched, so the matrix's /tests/patched paths hold.
+OWN_TESTS=$BUILD/patched-full/own-tests/patched
+own_suites() {
+	python3 "$ROOT/scripts/matrix.py" "$ROOT/tests/matrix" rows patched |
+		awk -F'\t' '$2 == "patched" { print $1 }'
+}
+run_own_suites() {
+	local run=$RUNS/patched-full-own suites
+	mapfile -t suites < <(own_suites)
+	KERNEL_SRC=$(src_dir patched-full) KERNEL_OBJ=$(obj_dir patched-full) \
+		TESTS_OUT=$OWN_TESTS TESTS_LOG=$OWN_TESTS.log \
+		VARIANT=patched "$ROOT/scripts/build-tests.sh" patched
+	mkdir -p "$run"
+	python3 "$ROOT/scripts/matrix.py" "$ROOT/tests/matrix" plan patched "${suites[@]}" > "$run/plan.sh"
+	local failed=()
+	VARIANT=patched-full "$ROOT/scripts/run-guest.sh" patched-full "$run" "$run/plan.sh" \
+		"$OWN_TESTS" || failed=(--guest-failed)
+	python3 "$ROOT/scripts/judge.py" kernel "$ROOT/tests/matrix" patched "$run" \
+		"${failed[@]}" "${suites[@]}"
+	local p f s
+	read -r p f s < "$run/totals"
+	[ "$f" -eq 0 ]
+}
+
+for k in "${KERNELS[@]}"; do
+	is_full_variant "$k" || die "$k is not a full variant (upstream-full, patched-full)"
+done
+# Builds one at a time: upstream-full's tests are everyone's.
+timed "build-kernel upstream-full" \
+	env VARIANT=upstream-full "$ROOT/scripts/build-kernel.sh" upstream-full
+timed "build-tests upstream-full" \
+	env VARIANT=upstream-full "$ROOT/scripts/build-tests.sh" upstream-full
+for k in "${KERNELS[@]}"; do
+	[ "$k" = upstream-full ] && continue
+	timed "build-kernel $k" env VARIANT="$k" "$ROOT/scripts/build-kernel.sh" "$k"
+	timed "build-tests $k" prepare_tests "$k"
+done
+for k in "${KERNELS[@]}"; do
+	timed "run $k" run_kernel "$k"
+done
+
+own_rc=0
+if printf '%s\n' "${KERNELS[@]}" | grep -qx patched-full; then
+	timed "own suites on patched-full" run_own_suites || own_rc=$?
+fi
+
+args=()
+for k in "${KERNELS[@]}"; do args+=("$k=$RUNS/$k"); done
+parity_rc=0
+if [ ${#args[@]} -eq 2 ]; then
+	python3 "$ROOT/scripts/parity.py" --times "$RUNS/times" \
+		--denylist "$ROOT/tests/full-denylist" --out "$BUILD/parity.md" "${args[@]}" ||
+		parity_rc=$?
+fi
+read -r p f s < "$RUNS/patched-full-own/totals" 2>/dev/null || p="?" f="?" s="?"
+echo "our suites on patched-full: $p passed, $f failed, $s skipped"
+echo "results: $RUNS"
+[ "$parity_rc" -eq 0 ] && [ "$own_rc" -eq 0 ]
