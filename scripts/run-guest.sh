@@ -95,7 +95,9 @@ make_initramfs() {
 	# helpers mount their cgroup2 on /mnt
 	ln -s ../run "$stage/var/run"
 	cp "$BUSYBOX" "$stage/bin/busybox"
-	for t in ${GUEST_HOST_TOOLS:-}; do
+	# The host's rm always: 6.1's test_local_storage copies /bin/rm and
+	# runs the copy, which as busybox would not know its applet's name.
+	for t in rm ${GUEST_HOST_TOOLS:-}; do
 		cp -L "$(command -v "$t" || die "GUEST_HOST_TOOLS: no $t on this machine")" "$stage/bin/"
 	done
 	# GUEST_SH: a host shell (dash) as /bin/sh, also for system(): busybox's
@@ -136,6 +138,12 @@ make_initramfs() {
 			mkdir -p "$stage$(dirname "$lib")"
 			cp -L "$lib" "$stage$lib"
 		done
+	# glibc opens libgcc_s itself, not through the loader, when a
+	# thread exits or is cancelled (test_progs' tests do both)
+	lib=$(ldconfig -p | sed -n 's|.*libgcc_s\.so\.1 (libc6,x86-64) => ||p' | head -1)
+	[ -n "$lib" ] || die "libgcc_s.so.1 missing: apt-get install libgcc-s1"
+	mkdir -p "$stage$(dirname "$lib")"
+	cp -L "$lib" "$stage$lib"
 	(cd "$stage" && find . | cpio -o -H newc --quiet | gzip -1) > "$RUN/initramfs.cpio.gz"
 	rm -rf "$stage"
 }
