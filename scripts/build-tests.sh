@@ -61,6 +61,12 @@ use_ccache
 STMAKE=(make -C "$SELFTESTS" -j"$JOBS" OUTPUT="$OUT" VMLINUX_BTF="$VMLINUX"
 	CLANG="$CLANG" LLC=llc-19 LLVM_STRIP="$LLVM_STRIP" LLVM_OBJCOPY=llvm-objcopy-19)
 
+# How the runners (test_progs, test_maps) and their tests are compiled here
+RUNNER_CFLAGS=(-g -O0 -Wall -Werror -DHAVE_GENHDR
+	-I"$SELFTESTS" -I"$OUT/tools/include" -I"$SRC/include/generated"
+	-I"$SRC/tools/lib" -I"$SRC/tools/include" -I"$SRC/tools/include/uapi"
+	-I"$OUT")
+
 # What the chosen prog_tests need of the selftests Makefile: the skeletons
 # they include (NAME.skel.h, light NAME.lskel.h) and the BPF objects they
 # open at run time by file name ("./NAME.bpf.o").
@@ -91,10 +97,7 @@ stale() {
 
 build_test_progs() {
 	local s t objs=() hdr=$OUT/runner/prog_tests/tests.h deps
-	local cflags=(-g -O0 -rdynamic -Wall -Werror -DHAVE_GENHDR
-		-I"$SELFTESTS" -I"$OUT/tools/include" -I"$SRC/include/generated"
-		-I"$SRC/tools/lib" -I"$SRC/tools/include" -I"$SRC/tools/include/uapi"
-		-I"$OUT")
+	local cflags=(-rdynamic "${RUNNER_CFLAGS[@]}")
 	mkdir -p "$OUT/runner/prog_tests"
 	# shellcheck disable=SC2046
 	"${STMAKE[@]}" $(prog_test_targets) "$OUT/tools/sbin/bpftool"
@@ -142,9 +145,7 @@ build_test_progs() {
 # the matrix runs this one on every kernel.
 build_test_maps() {
 	local dir=$OUT/maps_runner src objs=() o
-	local cflags=(-g -O0 -Wall -Werror -DHAVE_GENHDR -I"$dir" -I"$SELFTESTS"
-		-I"$OUT/tools/include" -I"$SRC/include/generated" -I"$SRC/tools/lib"
-		-I"$SRC/tools/include" -I"$SRC/tools/include/uapi" -I"$OUT")
+	local cflags=(-I"$dir" "${RUNNER_CFLAGS[@]}")
 	mkdir -p "$dir/map_tests"
 	# shellcheck disable=SC2046
 	"${STMAKE[@]}" "$OUT/read_bpf_task_storage_busy.skel.h" \
