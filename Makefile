@@ -17,6 +17,9 @@
 #   make check-full  upstream 6.1's complete test_progs, test_maps and test_verifier
 #                 on upstream 6.1 and on our series, both with the selftests'
 #                 own config; parity table in build/parity.md (hours under TCG)
+#   make check-clients  Debian's bpftool, bpftrace and BCC tools in the guest
+#                 on upstream-full and patched-full: kptr slots read as zeros,
+#                 the same output on both (also part of make check-full)
 #   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
 #                 builds, checkpatch clean, the docs build without warnings
 #   make bench    kptr benchmarks in instruction counts (and TCG time) on
@@ -50,7 +53,7 @@ CMD ?=
 
 LAYER ?= patches
 
-.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-full check-series shell run prepare kernel tests clean distclean
+.PHONY: help deps demo bench test-harness check check-debug check-regressions check-hardened check-full check-clients check-series shell run prepare kernel tests clean distclean
 help:
 	@sed -n 's/^#   //p' Makefile
 
@@ -84,7 +87,8 @@ check-regressions: deps
 check-hardened: deps
 	scripts/check-hardened.sh
 
-check-full: deps
+check-full:
+	scripts/install-deps.sh clients
 	scripts/check-full.sh
 
 check-series:

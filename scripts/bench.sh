@@ -102,6 +102,8 @@ bpf_flags() {
 mode_env() {
 	case "$1" in
 	icount)
+		# -icount exists only under TCG, also where KVM works
+		ACCEL=tcg
 		GUEST_SMP=1
 		GUEST_QEMU_ARGS="-icount shift=0,sleep=off"
 		MODE_CMDLINE="tsc_early_khz=1000000 tsc=reliable"
@@ -112,6 +114,7 @@ mode_env() {
 		UNIT=ins
 		;;
 	time)
+		ACCEL=${QEMU_ACCEL:-}
 		GUEST_SMP=2,sockets=2,cores=1
 		GUEST_QEMU_ARGS=""
 		MODE_CMDLINE="tsc_early_khz=$TSC_KHZ tsc=reliable"
@@ -195,7 +198,7 @@ run_bench() {
 		[ ! -f /tests/$k/bpf_testmod.ko ] || insmod /tests/$k/bpf_testmod.ko
 		run_suite bench ${SUITE_TIMEOUT:-1700} /tests/$k ./kptr_bench $k
 	EOF
-	GUEST_SMP=$GUEST_SMP GUEST_QEMU_ARGS=$GUEST_QEMU_ARGS \
+	QEMU_ACCEL=$ACCEL GUEST_SMP=$GUEST_SMP GUEST_QEMU_ARGS=$GUEST_QEMU_ARGS \
 		GUEST_CMDLINE="$MODE_CMDLINE ${GUEST_CMDLINE:-}" \
 		KERNEL_IMAGE=$(extra_field "$k" image || true) \
 		"$ROOT/scripts/run-guest.sh" "$(tests_variant "$k")" "$run" "$run/plan.sh" \

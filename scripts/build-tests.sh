@@ -234,10 +234,12 @@ build_bench_inputs() {
 # bpf_testmod.ko is ours (build_testmod: against the kernel build, out of
 # the source tree) and made first, so the Makefile's own rule, which would
 # build it in the source tree against a kernel built there, finds it up to
-# date. test_progs-no_alu32 doubles the BPF compile for a flavour our
+# date; after libbpf.a, which that rule also depends on (a libbpf built
+# later would make the module look stale on a cold build). test_progs-no_alu32 doubles the BPF compile for a flavour our
 # series does not treat apart: not built (make check-full says so).
 build_full_selftests() {
 	mkdir -p "$OUT"
+	"${STMAKE[@]}" "$OUT/tools/build/libbpf/libbpf.a"
 	build_testmod
 	touch "$OUT/bpf_testmod.ko"
 	# 6.1's Makefile links urandom_read with "liburandom_read.so" as a

@@ -20,7 +20,8 @@
 # it was running is recorded as crashed (SUITE.crashed) and not run again.
 #
 # Then our own suites (tests/matrix's patched rows on the patched tree's
-# tests) run on patched-full, judged as make check judges them.
+# tests) run on patched-full, judged as make check judges them, and the
+# real clients on each kernel (scripts/check-clients.sh).
 #
 # Reads: the variants' trees and builds, tests/full-denylist (tests that
 # cannot run in this guest, with why). Writes build/runs/full-DATE/KERNEL/
@@ -138,8 +139,6 @@ run_kernel() {
 # Our own suites (tests/matrix's patched rows that run the patched tree's
 # tests), built against patched-full's kernel and run on it: the full
 # config must not make any of them fail or skip what the minimal one runs.
-# The dir is named patched, so the matrix's /tests/patched paths hold.
-OWN_TESTS=$BUILD/patched-full/own-tests/patched
 own_suites() {
 	python3 "$ROOT/scripts/matrix.py" "$ROOT/tests/matrix" rows patched |
 		awk -F'\t' '$2 == "patched" { print $1 }'
@@ -147,14 +146,12 @@ own_suites() {
 run_own_suites() {
 	local run=$RUNS/patched-full-own suites
 	mapfile -t suites < <(own_suites)
-	KERNEL_SRC=$(src_dir patched-full) KERNEL_OBJ=$(obj_dir patched-full) \
-		TESTS_OUT=$OWN_TESTS TESTS_LOG=$OWN_TESTS.log \
-		VARIANT=patched "$ROOT/scripts/build-tests.sh" patched
+	build_own_full_tests
 	mkdir -p "$run"
 	python3 "$ROOT/scripts/matrix.py" "$ROOT/tests/matrix" plan patched "${suites[@]}" > "$run/plan.sh"
 	local failed=()
 	VARIANT=patched-full "$ROOT/scripts/run-guest.sh" patched-full "$run" "$run/plan.sh" \
-		"$OWN_TESTS" || failed=(--guest-failed)
+		"$OWN_FULL_TESTS" || failed=(--guest-failed)
 	python3 "$ROOT/scripts/judge.py" kernel "$ROOT/tests/matrix" patched "$run" \
 		"${failed[@]}" "${suites[@]}"
 	local p f s
@@ -184,6 +181,11 @@ if printf '%s\n' "${KERNELS[@]}" | grep -qx patched-full; then
 	timed "own suites on patched-full" run_own_suites || own_rc=$?
 fi
 
+# The real clients (bpftool, bpftrace, BCC) on the same kernels
+clients_rc=0
+CLIENTS_RUNS=$RUNS/clients timed "clients" "$ROOT/scripts/check-clients.sh" "${KERNELS[@]}" ||
+	clients_rc=$?
+
 args=()
 for k in "${KERNELS[@]}"; do args+=("$k=$RUNS/$k"); done
 parity_rc=0
@@ -195,4 +197,4 @@ fi
 read -r p f s < "$RUNS/patched-full-own/totals" 2>/dev/null || p="?" f="?" s="?"
 echo "our suites on patched-full: $p passed, $f failed, $s skipped"
 echo "results: $RUNS"
-[ "$parity_rc" -eq 0 ] && [ "$own_rc" -eq 0 ]
+[ "$parity_rc" -eq 0 ] && [ "$own_rc" -eq 0 ] && [ "$clients_rc" -eq 0 ]

@@ -6,6 +6,7 @@
 #   install-deps.sh [GROUP...]   base (always): build, boot and test kernels
 #                                bench: make bench's chart
 #                                docs: make check-series' documentation build
+#                                clients: make check-clients' real clients
 #
 # Reads dpkg's database. When every package is there it does nothing (and
 # needs no root). Otherwise it runs apt-get update and apt-get install for
@@ -26,6 +27,8 @@ BASE=(
 BENCH=(gnuplot-nox)
 # the kernel's Sphinx build of Documentation/bpf (scripts/check-docs.sh)
 DOCS=(python3-sphinx python3-sphinx-rtd-theme)
+# Debian 12's BPF tools, run in the guest from the host's root
+CLIENTS=(bpftool bpftrace bpfcc-tools python3-bpfcc)
 
 wanted=("${BASE[@]}")
 for group in "$@"; do
@@ -33,7 +36,8 @@ for group in "$@"; do
 	base) ;;
 	bench) wanted+=("${BENCH[@]}") ;;
 	docs) wanted+=("${DOCS[@]}") ;;
-	*) echo "install-deps.sh: unknown group '$group' (base, bench, docs)" >&2; exit 2 ;;
+	clients) wanted+=("${CLIENTS[@]}") ;;
+	*) echo "install-deps.sh: unknown group '$group' (base, bench, docs, clients)" >&2; exit 2 ;;
 	esac
 done
 

@@ -65,11 +65,14 @@ variant_patches() {
 
 # Config fragments of a variant, on top of allnoconfig: debug is the patched
 # tree with the kernel's memory, lock and RCU checkers on, hardened the
-# patched tree with IBT and the rest of the hardening distributions use.
+# patched tree with IBT and the rest of the hardening distributions use,
+# the *-full variants get what make check-clients needs of the selftests'
+# config that allnoconfig would drop.
 variant_configs() {
 	echo "$ROOT/kernel/config/kptr.config"
 	[ "$1" != debug ] || echo "$ROOT/kernel/config/debug.config"
 	[ "$1" != hardened ] || echo "$ROOT/kernel/config/hardened.config"
+	! is_full_variant "$1" || echo "$ROOT/kernel/config/full.config"
 }
 
 # The *-full variants (make check-full) are upstream and patched with the
@@ -85,6 +88,16 @@ variant_best_effort_configs() {
 	is_full_variant "$1" || return 0
 	echo "$dir/config"
 	echo "$dir/config.x86_64"
+}
+
+# Our own tests (the patched tree's selftests) built against patched-full's
+# kernel, for make check-full's own suites and make check-clients. The dir
+# is named patched, so tests/matrix's /tests/patched paths hold.
+OWN_FULL_TESTS=$BUILD/patched-full/own-tests/patched
+build_own_full_tests() {
+	KERNEL_SRC=$(src_dir patched-full) KERNEL_OBJ=$(obj_dir patched-full) \
+		TESTS_OUT=$OWN_FULL_TESTS TESTS_LOG=$OWN_FULL_TESTS.log \
+		VARIANT=patched "$ROOT/scripts/build-tests.sh" patched
 }
 
 # Print the patch files of a layer in series order (comments and blanks skipped).

@@ -513,6 +513,50 @@ def check_parity():
     return problems
 
 
+def check_clients():
+    """clients.py: a kernel passes only with a complete TAP (plan, every
+    number, no "not ok", an exit status that agrees); two kernels must print
+    the same output per check unless tests/clients/differences explains it."""
+    problems = []
+    tap = lambda *checks: "".join(
+        "".join(f"# {line}\n" for line in out) + f"{res} {i} - {name}\n"
+        for i, (name, res, out) in enumerate(checks, 1))
+    good = tap(("a", "ok", ["x: N"]), ("b", "ok", ["(nil)"])) + "1..2\n"
+    cases = [
+        ("same output passes", good, 0, good, 0, "", 0, ["2 checks with the same output"]),
+        ("not ok fails", good, 0,
+         tap(("a", "ok", ["x: N"]), ("b", "not ok", ["0xffff"])) + "1..2\n", 1, "", 1,
+         ["not ok b"]),
+        ("no plan fails", good, 0, tap(("a", "ok", ["x: N"])), 1, "", 1, ["no plan line"]),
+        ("status disagrees", good, 0, good, 1, "", 1, ["exit status 1 with 0 failed"]),
+        ("output differs", good, 0, tap(("a", "ok", ["x: N"]), ("b", "ok", ["0x1"])) + "1..2\n",
+         0, "", 1, ["b: output differs"]),
+        ("explained difference", good, 0,
+         tap(("a", "ok", ["x: N"]), ("b", "ok", ["0x1"])) + "1..2\n", 0, "b\twhy", 0,
+         ["explained: why"]),
+        ("stale difference", good, 0, good, 0, "zz\twhy", 1, ["differences names zz"]),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, log_a, rc_a, log_b, rc_b, diffs, want_rc, says in cases:
+            dirs = []
+            for kname, log, rc in (("up", log_a, rc_a), ("pa", log_b, rc_b)):
+                d = os.path.join(tmp, label.replace(" ", "_"), kname)
+                os.makedirs(d)
+                open(os.path.join(d, "clients.log"), "w").write(log)
+                open(os.path.join(d, "clients.rc"), "w").write(f"{rc}\n")
+                dirs.append(f"{kname}={d}")
+            difff = os.path.join(tmp, label.replace(" ", "_"), "differences")
+            open(difff, "w").write(diffs + "\n")
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "clients.py"),
+                                "--differences", difff] + dirs, capture_output=True, text=True)
+            if r.returncode != want_rc:
+                problems.append(f"{label}: exit {r.returncode}, want {want_rc}: {r.stdout}{r.stderr}")
+            for text in says:
+                if text not in r.stdout:
+                    problems.append(f"{label}: output lacks {text!r}: {r.stdout}{r.stderr}")
+    return problems
+
+
 def main(argv):
     fixtures = [Fixture(p) for p in sorted(glob.glob(os.path.join(HERE, "fixtures", "*.fixture")))]
     if len(argv) == 3 and argv[1] == "--old":
@@ -545,7 +589,8 @@ def main(argv):
               ("check-series: each patch's tests and docs", check_series),
               ("KTAP of a kernel's run and of several kernels", check_ktap_kernel),
               ("SUITES and TEST_FILTER", check_suite_selection),
-              ("check-full's parity table", check_parity))
+              ("check-full's parity table", check_parity),
+              ("check-clients' verdict", check_clients))
     for name, check in checks:
         problems = check()
         failed += bool(problems)
