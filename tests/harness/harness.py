@@ -457,6 +457,20 @@ def check_series():
     return problems
 
 
+def run_script_case(label, argv, want_rc, says):
+    """Run scripts/ARGV[0] with the rest of ARGV: the problems if it does not
+    exit with WANT_RC or its output lacks one of the texts SAYS."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", argv[0])] + argv[1:],
+                       capture_output=True, text=True)
+    problems = []
+    if r.returncode != want_rc:
+        problems.append(f"{label}: exit {r.returncode}, want {want_rc}: {r.stdout}{r.stderr}")
+    for text in says:
+        if text not in r.stdout:
+            problems.append(f"{label}: output lacks {text!r}: {r.stdout}{r.stderr}")
+    return problems
+
+
 def check_parity():
     """parity.py on two miniature check-full runs: a case that passes on the
     reference and fails, crashes, goes missing or splats on the other is a
@@ -502,14 +516,8 @@ def check_parity():
                 dirs.append(f"{kname}={d}")
             denyf = os.path.join(tmp, label.replace(" ", "_"), "deny")
             open(denyf, "w").write(deny + "\n")
-            r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "parity.py"),
-                                "--denylist", denyf, "--out", os.path.join(tmp, "p.md")] + dirs,
-                               capture_output=True, text=True)
-            if r.returncode != want_rc:
-                problems.append(f"{label}: exit {r.returncode}, want {want_rc}: {r.stdout}{r.stderr}")
-            for text in says:
-                if text not in r.stdout:
-                    problems.append(f"{label}: output lacks {text!r}: {r.stdout}{r.stderr}")
+            problems += run_script_case(label, ["parity.py", "--denylist", denyf, "--out",
+                                                os.path.join(tmp, "p.md")] + dirs, want_rc, says)
     return problems
 
 
@@ -547,13 +555,8 @@ def check_clients():
                 dirs.append(f"{kname}={d}")
             difff = os.path.join(tmp, label.replace(" ", "_"), "differences")
             open(difff, "w").write(diffs + "\n")
-            r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "clients.py"),
-                                "--differences", difff] + dirs, capture_output=True, text=True)
-            if r.returncode != want_rc:
-                problems.append(f"{label}: exit {r.returncode}, want {want_rc}: {r.stdout}{r.stderr}")
-            for text in says:
-                if text not in r.stdout:
-                    problems.append(f"{label}: output lacks {text!r}: {r.stdout}{r.stderr}")
+            problems += run_script_case(label, ["clients.py", "--differences", difff] + dirs,
+                                        want_rc, says)
     return problems
 
 
