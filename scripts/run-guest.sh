@@ -244,11 +244,14 @@ boot() {
 		-append "console=ttyS0 panic=-1 oops=panic loglevel=6 ${GUEST_CMDLINE:-}" ||
 		rc=$?
 	if [ -n "$ticker" ]; then
-		kill "$ticker" 2>/dev/null
+		kill "$ticker" 2>/dev/null || true
 		wait "$ticker" 2>/dev/null || true
 	fi
 	if [ -n "$idle" ]; then
-		kill "$idle" 2>/dev/null
+		# the watchdog is gone when it stopped the guest itself: under
+		# set -e a failed kill would end this run before its reports
+		# are split out of the channel
+		kill "$idle" 2>/dev/null || true
 		wait "$idle" 2>/dev/null || true
 	fi
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
