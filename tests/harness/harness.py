@@ -338,7 +338,8 @@ def check_files():
 def check_guest_timeout():
     """guest/init under busybox sh: a hung suite is stopped at its limit,
     reported with @@timeout, split into NAME.timeout by lib.sh, and judged a
-    failure naming the suite."""
+    failure naming the suite; a slow suite sends @@alive heartbeats, never
+    inside its own report."""
     busybox = shutil.which("busybox")
     if not busybox:
         return ["busybox not found (apt-get install busybox-static)"]
@@ -351,10 +352,11 @@ def check_guest_timeout():
         script = (f". {ROOT}/guest/init; "
                   f"run_suite hung 1 /tmp sh -c 'sleep 60 & echo $! >> {pids}; "
                   f"echo $$ >> {pids}; exec sleep 60'; "
-                  "run_suite quick 5 /tmp echo hello")
+                  "run_suite quick 5 /tmp echo hello; "
+                  "run_suite slow 10 /tmp sh -c 'sleep 3.5; echo done'")
         # CHAN is a file here: run_suite appends to it, as to the serial port
         env = dict(os.environ, GUEST_INIT_FUNCTIONS="1", CHAN=chan, RESULTS=results,
-                   KILL_GRACE="1")
+                   KILL_GRACE="1", HEARTBEAT="1")
         out = subprocess.run([busybox, "sh", "-c", script], env=env, capture_output=True,
                              text=True, timeout=30)
         subprocess.run(["bash", "-c", f'. "{ROOT}/scripts/lib.sh"; split_channel "$1" "$2"',
@@ -369,6 +371,10 @@ def check_guest_timeout():
             problems.append(f"the hung suite was judged {hung}")
         if quick.failed or quick.passed != 1:
             problems.append(f"the suite after the hung one was judged {quick}")
+        if open(chan).read().count("@@alive slow\n") < 2:
+            problems.append("no @@alive heartbeats of the slow suite on the channel")
+        if open(os.path.join(run, "slow.log")).read().strip() != "done":
+            problems.append(f"slow.log is not the suite's output: {open(os.path.join(run, 'slow.log')).read()!r}")
         # nothing of the hung suite may live on
         for pid in map(int, open(pids).read().split()):
             try:
