@@ -138,6 +138,34 @@ run_kernel() {
 	touch "$out/done"
 }
 
+# rerun_regressions: each test_progs test with a case that passed on
+# upstream-full and failed on patched-full runs FULL_RERUNS (5) more times
+# on both kernels, one boot each, into RUN/rerun: parity.py then tells a
+# regression (passes every rerun on upstream-full) from a test that is flaky
+# in this guest on upstream 6.1 itself.
+rerun_regressions() {
+	local tests k i t dir
+	[ ${#KERNELS[@]} -eq 2 ] || return 0
+	mapfile -t tests < <(python3 "$ROOT/scripts/parity.py" --regressed-tests \
+		"${KERNELS[0]}=$RUNS/${KERNELS[0]}" "${KERNELS[1]}=$RUNS/${KERNELS[1]}")
+	[ ${#tests[@]} -gt 0 ] || return 0
+	echo "rerunning ${#tests[@]} test(s) with regressed cases ${FULL_RERUNS:-5} times on each kernel: ${tests[*]}"
+	for k in "${KERNELS[@]}"; do
+		dir=$RUNS/$k/rerun
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		for t in "${tests[@]}"; do
+			for i in $(seq "${FULL_RERUNS:-5}"); do
+				echo "test_progs.$t@$i $TEST_TIMEOUT ./test_progs -a $t"
+			done
+		done > "$dir/suites"
+		awk -v k="$k" '{ name = $1; limit = $2; $1 = $2 = ""; sub(/^ +/, "")
+			print "run_suite " name " " limit " /tests/" k " " $0 }' "$dir/suites" > "$dir/plan.sh"
+		VARIANT=$k GUEST_IDLE_TIMEOUT=600 "$ROOT/scripts/run-guest.sh" "$k" "$dir" "$dir/plan.sh" "$k" ||
+			echo "[$k] the rerun boot failed (see $dir)"
+	done
+}
+
 # Our own suites (tests/matrix's patched rows that run the patched tree's
 # tests), built against patched-full's kernel and run on it: the full
 # config must not make any of them fail or skip what the minimal one runs.
@@ -177,6 +205,7 @@ done
 for k in "${KERNELS[@]}"; do
 	timed "run $k" run_kernel "$k"
 done
+timed "reruns" rerun_regressions
 
 own_rc=0
 if printf '%s\n' "${KERNELS[@]}" | grep -qx patched-full; then

@@ -4,6 +4,7 @@ kernels, case by case.
 
     parity.py [--times FILE] [--denylist FILE] --out PARITY_MD
               REFERENCE=RUN_DIR OTHER=RUN_DIR
+    parity.py --regressed-tests [--denylist FILE] REFERENCE=RUN_DIR OTHER=RUN_DIR
 
 REFERENCE is the kernel whose results are the standard (upstream-full),
 OTHER the one judged against it (patched-full). Each RUN_DIR is what
@@ -22,11 +23,21 @@ that suite that did not fail anyway).
 
 Verdict (exit status 0 when both hold):
   - no regression: no case that is OK or SKIP on REFERENCE fails (or is
-    skipped where REFERENCE passed) on OTHER;
+    skipped where REFERENCE passed) on OTHER, unless the reruns prove it
+    flaky on REFERENCE itself;
   - the denylist is true: every case it names fails on REFERENCE (a line
     whose tests pass there is stale, and an error).
 Cases that fail on both are listed with their cause: the denylist's reason
 when it has one, else the first line of the REFERENCE log that says why.
+
+Reruns: a test_progs test with a regressed case is run again a few times
+on both kernels (check-full.sh, from the list --regressed-tests prints),
+each RUN_DIR/rerun holding suites "test_progs.TEST@N" as a run dir holds
+its suites. A case that fails (or is skipped where it passed) in any rerun
+on REFERENCE is flaky there, and timing in a TCG guest rather than our
+series decides it: it is listed as flaky with both kernels' rerun counts,
+not as a regression. A case that passes every rerun on REFERENCE stays a
+regression however often OTHER passes.
 
 Writes PARITY_MD: totals, the regressions, the cases that fail on both
 with causes, those that pass only on OTHER, the denylist, every case's
@@ -102,7 +113,7 @@ def suite_cases(run_dir, suite):
     stopped = "CRASH" if crashed else "TIMEOUT" if timeout else None
     cases = []
     if suite.startswith("test_progs."):
-        test = suite.split(".", 1)[1]
+        test = suite.split(".", 1)[1].split("@", 1)[0]
         # the subtests as the judge parses them, and the test's own line
         # (the judge folds a test that has subtests into them)
         cases = [(c.name, c.result, c.detail) for c in judge.parse_test_progs(lines).cases
@@ -150,6 +161,26 @@ def kernel_results(run_dir):
     return results, order, splats
 
 
+def rerun_results(run_dir):
+    """{case: [result of each rerun]} of RUN_DIR/rerun (none: {})."""
+    rerun = os.path.join(run_dir, "rerun")
+    found = {}
+    if not exists(rerun, "suites"):
+        return found
+    for suite in read_suites(rerun):
+        for name, result, _ in suite_cases(rerun, suite):
+            found.setdefault(name, []).append(result)
+    return found
+
+
+def failed_count(results, passed_first):
+    """How many RESULTS fail: SKIP counts too where the case had passed.
+    MISSING does not: a rerun boot that died or never started says nothing
+    about the test, and must not turn a regression into a flake."""
+    return sum(1 for r in results if r != "MISSING" and
+               (r not in PASSING or (passed_first == "OK" and r == "SKIP")))
+
+
 def read_denylist(path):
     """[(glob over test names, reason)]"""
     entries = []
@@ -179,7 +210,9 @@ def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--times")
     ap.add_argument("--denylist")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--regressed-tests", action="store_true",
+                    help="print the test_progs tests with a regressed case, one per line")
     ap.add_argument("kernels", nargs=2, metavar="KERNEL=RUN_DIR")
     args = ap.parse_args(argv)
     (ref_name, ref_dir), (oth_name, oth_dir) = (k.split("=", 1) for k in args.kernels)
@@ -204,6 +237,23 @@ def main(argv):
             only_oth.append(case)
         else:
             other.append(case)      # SKIP on the reference, OK on the other
+    ref_rerun, oth_rerun = rerun_results(ref_dir), rerun_results(oth_dir)
+    flaky = []      # (case, fails on ref reruns, ref reruns, fails on other, other reruns)
+    for case in list(regress):
+        runs = ref_rerun.get(case, [])
+        bad = failed_count(runs, ref[case][0])
+        if bad:
+            regress.remove(case)
+            oth_runs = oth_rerun.get(case, [])
+            flaky.append((case, bad, len(runs), failed_count(oth_runs, ref[case][0]), len(oth_runs)))
+    if args.regressed_tests:
+        tests = sorted({c.split("/", 1)[0] for c in regress if c in ref and
+                        not c.startswith("test_verifier") and c != "test_maps"})
+        for test in tests:
+            print(test)
+        return 0
+    if not args.out:
+        ap.error("--out is required")
     stale = [(p, why) for p, why in denylist
              if not any(denied(c, [(p, why)]) for c in order
                         if ref.get(c, ("MISSING",))[0] not in PASSING)]
@@ -230,6 +280,7 @@ def main(argv):
     w(f"| skipped on {ref_name}, pass on {oth_name} | {len(other)} |")
     w(f"| fail on both (cause below) | {len(both_fail)} |")
     w(f"| fail on {ref_name}, pass on {oth_name} | {len(only_oth)} |")
+    w(f"| pass on {ref_name}, fail on {oth_name}, flaky on {ref_name} in reruns | {len(flaky)} |")
     w(f"| **pass on {ref_name}, fail on {oth_name} (regressions)** | **{len(regress)}** |")
     w(f"| denylist lines (all must fail on {ref_name}) | {len(denylist)}, stale: {len(stale)} |")
     w(f"| all cases | {len(order)} |")
@@ -250,6 +301,17 @@ def main(argv):
         r, _, o, od = case_row(case)
         w(f"- `{md_escape(case)}`: {r} on {ref_name}, {o} on {oth_name}: "
           f"{md_escape(first_cause(od))}")
+    w("")
+    w(f"## Flaky on {ref_name}")
+    w("")
+    w(f"Passed on {ref_name} and failed on {oth_name} in the full run, then failed on "
+      f"{ref_name} itself when run again: not a regression.")
+    w("")
+    for case, bad, n, obad, on in flaky:
+        w(f"- `{md_escape(case)}`: reruns failed {bad} of {n} on {ref_name}, "
+          f"{obad} of {on} on {oth_name}")
+    if not flaky:
+        w("None.")
     w("")
     w("## Failing on both, and why")
     w("")
@@ -304,6 +366,7 @@ def main(argv):
 
     print(f"parity: {len(both_ok)} pass on both, {len(both_skip)} skipped on both, "
           f"{len(both_fail)} fail on both, {len(only_oth)} pass only on {oth_name}, "
+          f"{len(flaky)} flaky on {ref_name}, "
           f"{len(regress)} regressions, {len(stale)} stale denylist lines; "
           f"table: {args.out}")
     for case in regress:

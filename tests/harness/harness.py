@@ -481,7 +481,9 @@ def check_parity():
     """parity.py on two miniature check-full runs: a case that passes on the
     reference and fails, crashes, goes missing or splats on the other is a
     regression; one failing on both is listed with its cause; a denylist
-    line whose tests pass on the reference is stale."""
+    line whose tests pass on the reference is stale; a regressed case that
+    fails in a rerun on the reference is flaky, one that passes every rerun
+    there stays a regression."""
     problems = []
     tp = lambda t, res, subs=(): "".join(f"#1/{i} {t}/{n}:{r}\n" for i, (n, r) in
                                          enumerate(subs, 1)) + f"#1 {t}:{res}\n"
@@ -500,30 +502,58 @@ def check_parity():
         ("same results pass", ref, "g\tno netns", 0, ["0 regressions", "0 stale"]),
         ("stale denylist line", ref, "f\tneeds a NIC", 1, ["STALE denylist line f"]),
     ]
+    flaky_oth = dict(ref, f=(tp("f", "FAIL"), 1, None))
+    rerun = lambda r: ("", None, "missing") if r == "MISSING" else (tp("f", r), int(r != "OK"), None)
+    reruns = lambda up, pa: {"up": {"f": [rerun(r) for r in up]}, "pa": {"f": [rerun(r) for r in pa]}}
+    cases += [
+        ("flaky on the reference", flaky_oth, "g\tno netns", 0,
+         ["0 regressions", "1 flaky on up"], reruns(["OK", "FAIL", "OK"], ["FAIL", "OK", "OK"])),
+        ("reruns pass on the reference", flaky_oth, "g\tno netns", 1,
+         ["REGRESSION f: OK -> FAIL", "0 flaky"], reruns(["OK"] * 3, ["OK", "FAIL", "OK"])),
+        ("rerun boot died on the reference", flaky_oth, "g\tno netns", 1,
+         ["REGRESSION f: OK -> FAIL", "0 flaky"], reruns(["OK", "MISSING"], ["FAIL", "FAIL"])),
+    ]
+    cases = [c if len(c) == 6 else c + ({},) for c in cases]
     with tempfile.TemporaryDirectory() as tmp:
-        for label, other, deny, want_rc, says in cases:
+        def write_run(d, results):
+            os.makedirs(os.path.join(d, "boot1"))
+            console = ["guest: up"]
+            with open(os.path.join(d, "suites"), "w") as f:
+                for s, (log, rc, how) in results.items():
+                    t = s.split("@")[0]     # a rerun's suite: test_progs.TEST@N
+                    f.write(f"test_progs.{s} 600 ./test_progs -a {t}\n")
+                    console.append(f"guest: suite test_progs.{s}: ./test_progs -a {t}")
+                    if how == "missing":    # the guest never reported it
+                        continue
+                    if how == "crashed":
+                        open(os.path.join(d, f"test_progs.{s}.crashed"), "w").write("boot1\n")
+                        continue
+                    if how == "splat":
+                        console.append("[   1.0] BUG: KASAN: use-after-free in x+0x1/0x2")
+                    open(os.path.join(d, f"test_progs.{s}.log"), "w").write(log)
+                    open(os.path.join(d, f"test_progs.{s}.rc"), "w").write(f"{rc}\n")
+            open(os.path.join(d, "boot1", "console.log"), "w").write("\n".join(console) + "\n")
+
+        for label, other, deny, want_rc, says, rerun in cases:
             dirs = []
             for kname, results in (("up", ref), ("pa", other)):
                 d = os.path.join(tmp, label.replace(" ", "_"), kname)
-                os.makedirs(os.path.join(d, "boot1"))
-                console = ["guest: up"]
-                with open(os.path.join(d, "suites"), "w") as f:
-                    for t, (log, rc, how) in results.items():
-                        f.write(f"test_progs.{t} 600 ./test_progs -a {t}\n")
-                        console.append(f"guest: suite test_progs.{t}: ./test_progs -a {t}")
-                        if how == "crashed":
-                            open(os.path.join(d, f"test_progs.{t}.crashed"), "w").write("boot1\n")
-                            continue
-                        if how == "splat":
-                            console.append("[   1.0] BUG: KASAN: use-after-free in x+0x1/0x2")
-                        open(os.path.join(d, f"test_progs.{t}.log"), "w").write(log)
-                        open(os.path.join(d, f"test_progs.{t}.rc"), "w").write(f"{rc}\n")
-                open(os.path.join(d, "boot1", "console.log"), "w").write("\n".join(console) + "\n")
+                write_run(d, results)
+                for t, runs in rerun.get(kname, {}).items():
+                    write_run(os.path.join(d, "rerun"), {f"{t}@{i}": r for i, r in enumerate(runs, 1)})
                 dirs.append(f"{kname}={d}")
             denyf = os.path.join(tmp, label.replace(" ", "_"), "deny")
             open(denyf, "w").write(deny + "\n")
             problems += run_script_case(label, ["parity.py", "--denylist", denyf, "--out",
                                                 os.path.join(tmp, "p.md")] + dirs, want_rc, says)
+            if label == "regressions found":    # what check-full.sh reruns
+                problems += run_script_case("regressed tests", ["parity.py", "--regressed-tests"] + dirs,
+                                            0, ["a\nb\nc\ne\n"])
+            if label == "same results pass":    # nothing to rerun: not even an empty name
+                r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "parity.py"),
+                                    "--regressed-tests"] + dirs, capture_output=True, text=True)
+                if r.stdout:
+                    problems.append(f"no regressions, yet tests to rerun: {r.stdout!r}")
     return problems
 
 
