@@ -18,6 +18,8 @@
 # as one suite each. A guest that dies (panic, a hang of the whole machine,
 # no verdict) is booted again with the suites it had not finished; the one
 # it was running is recorded as crashed (SUITE.crashed) and not run again.
+# A kernel's suites run in the background as soon as its tests are built,
+# beside the next kernel's build (run-KERNEL.log has their progress).
 #
 # Then our own suites (tests/matrix's patched rows on the patched tree's
 # tests) run on patched-full, judged as make check judges them, and the
@@ -197,13 +199,22 @@ timed "build-kernel upstream-full" \
 	env VARIANT=upstream-full "$ROOT/scripts/build-kernel.sh" upstream-full
 timed "build-tests upstream-full" \
 	env VARIANT=upstream-full "$ROOT/scripts/build-tests.sh" upstream-full
+# A guest keeps about one core busy (most tests run one thread), a kernel
+# build both: each kernel's suites start as soon as its tests are built and
+# run beside the next kernel's build and suites, never two builds at once.
+# Each guest's "run" time in $RUNS/times is wall time shared with the rest.
+runs=()
 for k in "${KERNELS[@]}"; do
-	[ "$k" = upstream-full ] && continue
-	timed "build-kernel $k" env VARIANT="$k" "$ROOT/scripts/build-kernel.sh" "$k"
-	timed "build-tests $k" prepare_tests "$k"
+	if [ "$k" != upstream-full ]; then
+		timed "build-kernel $k" env VARIANT="$k" "$ROOT/scripts/build-kernel.sh" "$k"
+		timed "build-tests $k" prepare_tests "$k"
+	fi
+	timed "run $k" run_kernel "$k" > "$RUNS/run-$k.log" 2>&1 &
+	runs+=($!)
+	echo "[$k] suites running in the background: $RUNS/run-$k.log"
 done
-for k in "${KERNELS[@]}"; do
-	timed "run $k" run_kernel "$k"
+for pid in "${runs[@]}"; do
+	wait "$pid" || die "a kernel's suites did not all run: see $RUNS/run-*.log"
 done
 timed "reruns" rerun_regressions
 
