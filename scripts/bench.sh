@@ -196,6 +196,8 @@ run_bench() {
 		export BENCH_UNIT=$UNIT BENCH_SETS=$SETS BENCH_ROUNDS=$ROUNDS
 		export BENCH_ROUND_US=$ROUND_US BENCH_LOAD_ROUNDS=$LOAD_ROUNDS
 		[ ! -f /tests/$k/bpf_testmod.ko ] || insmod /tests/$k/bpf_testmod.ko
+		# no @@alive wakeups inside measured rounds (no idle watchdog here)
+		HEARTBEAT=86400
 		run_suite bench ${SUITE_TIMEOUT:-1700} /tests/$k ./kptr_bench $k
 	EOF
 	QEMU_ACCEL=$ACCEL GUEST_SMP=$GUEST_SMP GUEST_QEMU_ARGS=$GUEST_QEMU_ARGS \
