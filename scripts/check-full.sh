@@ -19,7 +19,9 @@
 # no verdict) is booted again with the suites it had not finished; the one
 # it was running is recorded as crashed (SUITE.crashed) and not run again.
 # A kernel's suites run in the background as soon as its tests are built,
-# beside the next kernel's build (run-KERNEL.log has their progress).
+# beside the next kernel's build (run-KERNEL.log has their progress); our
+# own suites and the clients run beside them once every kernel is built
+# (others.log).
 #
 # Then our own suites (tests/matrix's patched rows on the patched tree's
 # tests) run on patched-full, judged as make check judges them, and the
@@ -213,20 +215,34 @@ for k in "${KERNELS[@]}"; do
 	runs+=($!)
 	echo "[$k] suites running in the background: $RUNS/run-$k.log"
 done
+
+# Our own suites, then the real clients (bpftool, bpftrace, BCC) on the
+# same kernels: one after the other, beside the kernels' suites (about 40
+# minutes, less than a kernel's suites). Exit statuses in RUNS/NAME.rc.
+others() {
+	local rc=0
+	if printf '%s\n' "${KERNELS[@]}" | grep -qx patched-full; then
+		timed "own suites on patched-full" run_own_suites || rc=$?
+	fi
+	echo "$rc" > "$RUNS/own.rc"
+	rc=0
+	CLIENTS_RUNS=$RUNS/clients timed "clients" "$ROOT/scripts/check-clients.sh" "${KERNELS[@]}" ||
+		rc=$?
+	echo "$rc" > "$RUNS/clients.rc"
+}
+rm -f "$RUNS/own.rc" "$RUNS/clients.rc"
+others > "$RUNS/others.log" 2>&1 &
+others_pid=$!
+echo "our suites and the clients running in the background: $RUNS/others.log"
+
 for pid in "${runs[@]}"; do
 	wait "$pid" || die "a kernel's suites did not all run: see $RUNS/run-*.log"
 done
 timed "reruns" rerun_regressions
-
-own_rc=0
-if printf '%s\n' "${KERNELS[@]}" | grep -qx patched-full; then
-	timed "own suites on patched-full" run_own_suites || own_rc=$?
-fi
-
-# The real clients (bpftool, bpftrace, BCC) on the same kernels
-clients_rc=0
-CLIENTS_RUNS=$RUNS/clients timed "clients" "$ROOT/scripts/check-clients.sh" "${KERNELS[@]}" ||
-	clients_rc=$?
+wait "$others_pid" || true
+own_rc=$(cat "$RUNS/own.rc" 2>/dev/null || echo 1)
+clients_rc=$(cat "$RUNS/clients.rc" 2>/dev/null || echo 1)
+tail -n 30 "$RUNS/others.log"
 
 args=()
 for k in "${KERNELS[@]}"; do args+=("$k=$RUNS/$k"); done
