@@ -92,6 +92,14 @@ suite_list() {
 	echo "test_verifier 2400 ./test_verifier"
 }
 
+# plan KERNEL < SUITES: the guest's plan.sh for suite lines "NAME LIMIT CMD"
+plan() {
+	local name limit cmd
+	while read -r name limit cmd; do
+		echo "run_suite $name $limit /tests/$1 $cmd"
+	done
+}
+
 # run_kernel KERNEL: boot it until every suite has run or crashed.
 run_kernel() {
 	local k=$1 out=$RUNS/$1 n=0 boot name limit cmd f crashed
@@ -110,9 +118,7 @@ run_kernel() {
 		[ $n -le "$MAX_BOOTS" ] || die "[$k] still $(wc -l < "$out/todo") suites to run after $MAX_BOOTS boots"
 		boot=$out/boot$n
 		mkdir -p "$boot"
-		while read -r name limit cmd; do
-			echo "run_suite $name $limit /tests/$k $cmd"
-		done < "$out/todo" > "$boot/plan.sh"
+		plan "$k" < "$out/todo" > "$boot/plan.sh"
 		echo "[$k] boot $n: $(wc -l < "$out/todo") suites"
 		# A splat or a missing verdict is this script's business here:
 		# it is recorded per boot, and the suites left go on. The guest
@@ -163,8 +169,7 @@ rerun_regressions() {
 				echo "test_progs.$t@$i $TEST_TIMEOUT ./test_progs -a $t"
 			done
 		done > "$dir/suites"
-		awk -v k="$k" '{ name = $1; limit = $2; $1 = $2 = ""; sub(/^ +/, "")
-			print "run_suite " name " " limit " /tests/" k " " $0 }' "$dir/suites" > "$dir/plan.sh"
+		plan "$k" < "$dir/suites" > "$dir/plan.sh"
 		VARIANT=$k GUEST_IDLE_TIMEOUT=600 "$ROOT/scripts/run-guest.sh" "$k" "$dir" "$dir/plan.sh" "$k" ||
 			echo "[$k] the rerun boot failed (see $dir)"
 	done

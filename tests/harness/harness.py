@@ -503,8 +503,8 @@ def check_parity():
         ("stale denylist line", ref, "f\tneeds a NIC", 1, ["STALE denylist line f"]),
     ]
     flaky_oth = dict(ref, f=(tp("f", "FAIL"), 1, None))
-    rerun = lambda r: ("", None, "missing") if r == "MISSING" else (tp("f", r), int(r != "OK"), None)
-    reruns = lambda up, pa: {"up": {"f": [rerun(r) for r in up]}, "pa": {"f": [rerun(r) for r in pa]}}
+    one_run = lambda r: ("", None, "missing") if r == "MISSING" else (tp("f", r), int(r != "OK"), None)
+    reruns = lambda up, pa: {"up": {"f": [one_run(r) for r in up]}, "pa": {"f": [one_run(r) for r in pa]}}
     cases += [
         ("flaky on the reference", flaky_oth, "g\tno netns", 0,
          ["0 regressions", "1 flaky on up"], reruns(["OK", "FAIL", "OK"], ["FAIL", "OK", "OK"])),
