@@ -387,10 +387,35 @@ def check_guest_timeout():
         return problems
 
 
+# The guest of run_check_series: each suite of the plan reports a clean
+# run, except test_progs when the booted prefix's tree has FAIL_RUN.
+SERIES_GUEST_STUB = r"""
+run=$2
+tv='#0/p test OK
+Summary: 1 PASSED, 0 SKIPPED, 0 FAILED'
+tp='#1/1     kptr_maps/array:OK
+#1       kptr_maps:OK
+Summary: 1/1 PASSED, 0 SKIPPED, 0 FAILED'
+rc=0
+if [ -e "$BUILD_DIR/bisect/src/FAIL_RUN" ]; then
+    tp='#1/1     kptr_maps/array:FAIL
+#1       kptr_maps:FAIL
+Summary: 0/0 PASSED, 0 SKIPPED, 1 FAILED'
+    rc=1
+fi
+grep -q 'run_suite test_verifier .* ./test_verifier$' "$3" || exit 3
+grep -q 'run_suite test_progs .* ./test_progs ' "$3" || exit 3
+echo "$tv" > "$run/test_verifier.log"; echo 0 > "$run/test_verifier.rc"
+echo "$tp" > "$run/test_progs.log"; echo $rc > "$run/test_progs.rc"
+: > "$run/console.log"; echo 0 > "$run/verdict"
+"""
+
+
 def run_check_series(scripts_dir, tmp):
     """check-series.sh of SCRIPTS_DIR on a three-patch layer, with the
-    kernel, test and docs builds stubbed: patch 2 breaks the selftests'
-    build only, patch 3 adds a page with a warning. (exit status, output)"""
+    kernel, test and docs builds and the guest stubbed: patch 2 breaks the
+    selftests' build only, patch 3 adds a page with a warning and makes
+    its prefix's test_progs fail in the guest. (exit status, output)"""
     root = os.path.join(tmp, "root")
     env = dict(os.environ, GIT_AUTHOR_NAME="h", GIT_AUTHOR_EMAIL="h@h", GIT_COMMITTER_NAME="h",
                GIT_COMMITTER_EMAIL="h@h", BUILD_DIR=os.path.join(root, "build"))
@@ -401,9 +426,12 @@ def run_check_series(scripts_dir, tmp):
 
     for d in ("scripts", "kernel/baseline", "kernel/patches", "tests", "build/linux", "tree"):
         os.makedirs(os.path.join(root, d))
-    for f in ("check-series.sh", "lib.sh"):
+    for f in ("check-series.sh", "lib.sh", "matrix.py", "judge.py"):
         shutil.copy(os.path.join(scripts_dir, f), os.path.join(root, "scripts"))
+    os.makedirs(os.path.join(root, "tests", "known-failures"))
+    shutil.copy(os.path.join(ROOT, "tests", "kernel-splats"), os.path.join(root, "tests"))
     stubs = {
+        "run-guest.sh": SERIES_GUEST_STUB,
         "prepare-tree.sh": "exit 0",
         "build-kernel.sh": 'echo "kernel of $KERNEL_SRC built"',
         # the selftests of a prefix fail to build once a patch broke them
@@ -430,6 +458,7 @@ def run_check_series(scripts_dir, tmp):
        "git commit -qm 'selftests/bpf: add kptr_maps' && "
        "touch BROKEN_TESTS && git add . && git commit -qm 'bpf: break the selftests' && "
        "mkdir -p Documentation/bpf && echo WARNING > Documentation/bpf/kptrs.rst && "
+       "rm BROKEN_TESTS && touch FAIL_RUN && "
        "git add . && git commit -qm 'Documentation/bpf: a page with a warning' && "
        f"git format-patch -q -3 -o {root}/kernel/patches && "
        f"(cd {root}/kernel/patches && ls *.patch > series)", tree)
@@ -440,8 +469,9 @@ def run_check_series(scripts_dir, tmp):
 
 def check_series():
     """check-series.sh builds each prefix's selftests and fails the patch
-    that breaks them, and checks the docs of a patch that changes a page
-    (the kernel, tests and docs builds are stubbed)."""
+    that breaks them, checks the docs of a patch that changes a page, and
+    boots each prefix to run its tests, failing the one whose test fails
+    (the kernel, tests and docs builds and the guest are stubbed)."""
     with tempfile.TemporaryDirectory() as tmp:
         rc, out = run_check_series(os.path.join(ROOT, "scripts"), tmp)
         tests_log = open(os.path.join(tmp, "root", "build", "bisect", "tests-1.log")).read()
@@ -450,10 +480,13 @@ def check_series():
         problems.append(f"patch 1's tests were not built with its prog_tests: {tests_log!r}")
     if rc == 0:
         problems.append("check-series passed a layer whose patch 2 breaks the selftests")
-    if not re.search(r"^0001-\S+: builds in \d+s; tests build; checkpatch", out, re.M):
-        problems.append("patch 1 is not reported as building with its tests")
-    if not re.search(r"^0002-\S+: builds in \d+s; TESTS BUILD FAILED", out, re.M):
+    if not re.search(r"^0001-\S+: builds in \d+s; tests build; checkpatch.*; "
+                     r"runs: 2 passed, 0 failed, 0 skipped$", out, re.M):
+        problems.append("patch 1 is not reported as building and passing its tests")
+    if not re.search(r"^0002-\S+: builds in \d+s; TESTS BUILD FAILED.*; NOT RUN", out, re.M):
         problems.append("patch 2 is not reported as breaking the tests' build")
+    if not re.search(r"^0003-\S+: .*; tests build;.*; RUN FAILED: 1 passed, 1 failed", out, re.M):
+        problems.append("patch 3's failing test_progs in the guest is not reported")
     if re.search(r"^000[12]-.*docs", out, re.M):
         problems.append("the docs of a patch that changes no page were checked")
     if not re.search(r"^0003-\S+: .*; DOCS WARNINGS", out, re.M):
