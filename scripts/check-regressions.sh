@@ -57,7 +57,14 @@ for n in "${names[@]}"; do
 	kasan/*) config=debug obj=$OBJ-debug ;;
 	hardened/*) config=hardened obj=$OBJ-hardened ;;
 	esac
-	KERNEL_SRC=$SRC KERNEL_OBJ=$obj "$ROOT/scripts/build-kernel.sh" "$config"
+	# A kernel that does not build proves nothing about its test; the
+	# other injections still run, and the table says which one it was.
+	if ! KERNEL_SRC=$SRC KERNEL_OBJ=$obj "$ROOT/scripts/build-kernel.sh" "$config"; then
+		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" \
+			"NOT RUN: its kernel does not build (above; ${obj#"$BUILD"/}.log)")")
+		caught_all=1
+		continue
+	fi
 	# Bugs only the hardened build's binary shows, caught by its check
 	if [ "$tests" = check-ibt-dtors ]; then
 		run=$RUNS/$n

@@ -496,6 +496,63 @@ def check_series():
     return problems
 
 
+def check_regressions_loop():
+    """check-regressions.sh goes on past an injection whose kernel does not
+    build, reports it NOT RUN and fails; the others are judged as usual
+    (the tree, builds and guest are stubbed: bug-a's test fails in the
+    guest, bug-b's kernel does not build, bug-c's test passes)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "root")
+        build = os.path.join(root, "build")
+        env = dict(os.environ, GIT_AUTHOR_NAME="h", GIT_AUTHOR_EMAIL="h@h",
+                   GIT_COMMITTER_NAME="h", GIT_COMMITTER_EMAIL="h@h", BUILD_DIR=build)
+        for d in ("scripts", "tests/bug-injections", "build/linux", "build/patched/tests"):
+            os.makedirs(os.path.join(root, d))
+        for f in ("check-regressions.sh", "lib.sh", "judge.py", "matrix.py"):
+            shutil.copy(os.path.join(ROOT, "scripts", f), os.path.join(root, "scripts"))
+        shutil.copy(os.path.join(ROOT, "tests", "kernel-splats"), os.path.join(root, "tests"))
+        stubs = {
+            # the kernel with bug-b does not build
+            "build-kernel.sh": '! grep -q bug-b "$KERNEL_SRC/file"',
+            "build-tests.sh": "exit 0",
+            # the guest runs the named test: it fails on bug-a's kernel
+            "run-guest.sh": r"""
+r=OK; grep -q bug-a "$BUILD_DIR/inject/src/file" && r=FAIL
+printf '#1/1     t/x:%s\n#1       t:%s\n' $r $r > "$2/regress.log"
+[ $r = OK ]; echo $? > "$2/regress.rc"
+echo "guest: suite regress: ./test_progs -t t" > "$2/console.log"
+""",
+        }
+        for name, body in stubs.items():
+            path = os.path.join(root, "scripts", name)
+            open(path, "w").write("#!/usr/bin/env bash\n" + body + "\n")
+            os.chmod(path, 0o755)
+        test_progs = os.path.join(build, "patched", "tests", "test_progs")
+        open(test_progs, "w").write("")
+        os.chmod(test_progs, 0o755)
+        subprocess.run(["bash", "-ec", "git init -q . && echo base > file && git add . && "
+                        "git commit -qm pristine && git tag pristine && "
+                        "git worktree add -q --detach ../patched/src pristine"],
+                       cwd=os.path.join(build, "linux"), env=env, check=True, capture_output=True)
+        for bug in ("bug-a", "bug-b", "bug-c"):
+            open(os.path.join(root, "tests", "bug-injections", bug + ".patch"), "w").write(
+                f"Caught-by: t/x\n--- a/file\n+++ b/file\n@@ -1 +1 @@\n-base\n+{bug}\n")
+        r = subprocess.run(["bash", os.path.join(root, "scripts", "check-regressions.sh"),
+                            "bug-a", "bug-b", "bug-c"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    out = r.stdout + r.stderr
+    problems = []
+    if r.returncode == 0:
+        problems.append("check-regressions passed with a kernel that does not build")
+    for bug, says in (("bug-a", "caught"), ("bug-b", "NOT RUN: its kernel does not build"),
+                      ("bug-c", "MISSED")):
+        if not re.search(rf"^  {bug} .*{says}", out, re.M):
+            problems.append(f"{bug} is not reported as {says!r}")
+    if problems:
+        problems.append("output:\n      " + out.replace("\n", "\n      "))
+    return problems
+
+
 def run_script_case(label, argv, want_rc, says):
     """Run scripts/ARGV[0] with the rest of ARGV: the problems if it does not
     exit with WANT_RC or its output lacks one of the texts SAYS."""
@@ -659,6 +716,7 @@ def main(argv):
             print(f"     {p}")
     checks = (("project files", check_files), ("guest timeout", check_guest_timeout),
               ("check-series: each patch's tests and docs", check_series),
+              ("check-regressions: a kernel that does not build", check_regressions_loop),
               ("KTAP of a kernel's run and of several kernels", check_ktap_kernel),
               ("SUITES and TEST_FILTER", check_suite_selection),
               ("check-full's parity table", check_parity),
