@@ -74,8 +74,7 @@ prepare_tests() {
 	[ "$k" != upstream-full ] || return 0
 	mkdir -p "$dir"
 	rsync -a --delete "$(test_dir upstream-full)/" "$dir/"
-	KERNEL_SRC=$(src_dir upstream-full) KERNEL_OBJ=$(obj_dir "$k") TESTS_OUT=$dir \
-		MODULE_ONLY=1 "$ROOT/scripts/build-tests.sh" upstream-full
+	build_testmod_of "$(src_dir upstream-full)" "$(obj_dir "$k")" "$dir" upstream-full
 }
 
 # The suites, in run order: one per test_progs test (the names the runner

@@ -7,7 +7,8 @@
 #   check-hardened.sh        exit status 0 when every destructor is fine
 #
 # Reads the hardened tree (build/hardened/src, made by prepare-tree.sh);
-# writes its kernel build, build/hardened/obj (and obj.log).
+# writes its kernel build, build/hardened/obj (and obj.log), and that
+# build's bpf_testmod.ko in build/hardened/obj-testmod.
 #
 # KERNEL_SRC/KERNEL_OBJ: check another prepared tree (check-regressions.sh)
 set -euo pipefail
@@ -16,4 +17,5 @@ set -euo pipefail
 SRC=${KERNEL_SRC:-$(src_dir hardened)}
 OBJ=${KERNEL_OBJ:-$(obj_dir hardened)}
 VARIANT=hardened "$ROOT/scripts/build-kernel.sh" hardened
-python3 "$ROOT/scripts/check-ibt-dtors.py" --src "$SRC" --vmlinux "$OBJ/vmlinux"
+build_testmod_of "$SRC" "$OBJ" "$OBJ-testmod"
+check_ibt_dtors "$SRC" "$OBJ" "$OBJ-testmod/bpf_testmod.ko"

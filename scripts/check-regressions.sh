@@ -69,8 +69,14 @@ for n in "${names[@]}"; do
 	if [ "$tests" = check-ibt-dtors ]; then
 		run=$RUNS/$n
 		mkdir -p "$run"
-		if python3 "$ROOT/scripts/check-ibt-dtors.py" --src "$SRC" \
-			--vmlinux "$obj/vmlinux" > "$run/check.log" 2>&1; then
+		if ! build_testmod_of "$SRC" "$obj" "$obj-testmod"; then
+			results+=("$(printf '%-28s %-40s %s' "$n" "$tests" \
+				"NOT RUN: its bpf_testmod.ko does not build")")
+			caught_all=1
+			continue
+		fi
+		if check_ibt_dtors "$SRC" "$obj" "$obj-testmod/bpf_testmod.ko" \
+			> "$run/check.log" 2>&1; then
 			verdict="MISSED: every destructor kept its ENDBR"
 			caught_all=1
 		elif [ $? -eq 1 ]; then
@@ -88,8 +94,7 @@ for n in "${names[@]}"; do
 	tests_dir=$obj-tests/patched
 	mkdir -p "$tests_dir"
 	rsync -a --delete "$(test_dir patched)/" "$tests_dir/"
-	KERNEL_SRC=$SRC KERNEL_OBJ=$obj TESTS_OUT=$tests_dir MODULE_ONLY=1 \
-		"$ROOT/scripts/build-tests.sh" patched
+	build_testmod_of "$SRC" "$obj" "$tests_dir"
 	run=$RUNS/$n
 	mkdir -p "$run"
 	# "Caught-by: exit: CMD" names a guest program instead of subtests

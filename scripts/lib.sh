@@ -245,6 +245,27 @@ tree_worktree() {
 	git -C "$BUILD/linux" worktree add -q --detach "$1" "$2"
 }
 
+# build_testmod_of SRC OBJ OUT [VARIANT]: bpf_testmod.ko of SRC's
+# selftests, built against the kernel build OBJ (a module fits only the
+# vmlinux it was built against), into OUT (also OUT.log); VARIANT (default
+# patched) names the tree in the progress lines. For a kernel that has no
+# tests of its own: bug injections, the hardened build, patched-full
+# running upstream's.
+build_testmod_of() {
+	mkdir -p "$3"
+	KERNEL_SRC=$1 KERNEL_OBJ=$2 TESTS_OUT=$3 MODULE_ONLY=1 \
+		"$ROOT/scripts/build-tests.sh" "${4:-patched}"
+}
+
+# check_ibt_dtors SRC OBJ MODULE: the hardened check of a kernel build (make
+# check-hardened, and the hardened/ injections of make check-regressions):
+# every kptr destructor SRC registers, bpf_testmod's too (patch 26
+# registers one), keeps its ENDBR in OBJ's vmlinux or MODULE. The exit
+# status is scripts/check-ibt-dtors.py's (1: a sealed destructor).
+check_ibt_dtors() {
+	python3 "$ROOT/scripts/check-ibt-dtors.py" --src "$1" --vmlinux "$2/vmlinux" --module "$3"
+}
+
 # build_skel_program TESTS BPF_C LOADER_C OBJ_DIR OUT: a BPF program and its
 # user-space loader, the way the selftests build theirs: BPF_C compiled by
 # clang-19 against the vmlinux.h of TESTS (a build-tests.sh output dir),
