@@ -65,17 +65,23 @@ for n in "${names[@]}"; do
 		caught_all=1
 		continue
 	fi
+	# The patched tests, with a bpf_testmod.ko of this kernel build: a
+	# module's BTF only fits the vmlinux it was built against. The dir's
+	# name puts them at /tests/patched in the guest.
+	tests_dir=$obj-tests/patched
+	mkdir -p "$tests_dir"
+	rsync -a --delete "$(test_dir patched)/" "$tests_dir/"
+	if ! build_testmod_of "$SRC" "$obj" "$tests_dir"; then
+		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" \
+			"NOT RUN: its bpf_testmod.ko does not build")")
+		caught_all=1
+		continue
+	fi
+	run=$RUNS/$n
+	mkdir -p "$run"
 	# Bugs only the hardened build's binary shows, caught by its check
 	if [ "$tests" = check-ibt-dtors ]; then
-		run=$RUNS/$n
-		mkdir -p "$run"
-		if ! build_testmod_of "$SRC" "$obj" "$obj-testmod"; then
-			results+=("$(printf '%-28s %-40s %s' "$n" "$tests" \
-				"NOT RUN: its bpf_testmod.ko does not build")")
-			caught_all=1
-			continue
-		fi
-		if check_ibt_dtors "$SRC" "$obj" "$obj-testmod/bpf_testmod.ko" \
+		if check_ibt_dtors "$SRC" "$obj" "$tests_dir/bpf_testmod.ko" \
 			> "$run/check.log" 2>&1; then
 			verdict="MISSED: every destructor kept its ENDBR"
 			caught_all=1
@@ -88,15 +94,6 @@ for n in "${names[@]}"; do
 		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" "$verdict")")
 		continue
 	fi
-	# The patched tests, with a bpf_testmod.ko of this kernel build: a
-	# module's BTF only fits the vmlinux it was built against. The dir's
-	# name puts them at /tests/patched in the guest.
-	tests_dir=$obj-tests/patched
-	mkdir -p "$tests_dir"
-	rsync -a --delete "$(test_dir patched)/" "$tests_dir/"
-	build_testmod_of "$SRC" "$obj" "$tests_dir"
-	run=$RUNS/$n
-	mkdir -p "$run"
 	# "Caught-by: exit: CMD" names a guest program instead of subtests
 	case "$tests" in
 	exit:*) cmd=${tests#exit:} ;;

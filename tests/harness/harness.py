@@ -497,10 +497,11 @@ def check_series():
 
 
 def check_regressions_loop():
-    """check-regressions.sh goes on past an injection whose kernel does not
-    build, reports it NOT RUN and fails; the others are judged as usual
-    (the tree, builds and guest are stubbed: bug-a's test fails in the
-    guest, bug-b's kernel does not build, bug-c's test passes)."""
+    """check-regressions.sh goes on past an injection whose kernel or
+    bpf_testmod.ko does not build, reports it NOT RUN and fails; the others
+    are judged as usual (the tree, builds and guest are stubbed: bug-a's
+    test fails in the guest, bug-b's kernel does not build, bug-c's test
+    passes, bug-d's module does not build)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "root")
         build = os.path.join(root, "build")
@@ -514,7 +515,7 @@ def check_regressions_loop():
         stubs = {
             # the kernel with bug-b does not build
             "build-kernel.sh": '! grep -q bug-b "$KERNEL_SRC/file"',
-            "build-tests.sh": "exit 0",
+            "build-tests.sh": '! grep -q bug-d "$KERNEL_SRC/file"',
             # the guest runs the named test: it fails on bug-a's kernel
             "run-guest.sh": r"""
 r=OK; grep -q bug-a "$BUILD_DIR/inject/src/file" && r=FAIL
@@ -534,18 +535,18 @@ echo "guest: suite regress: ./test_progs -t t" > "$2/console.log"
                         "git commit -qm pristine && git tag pristine && "
                         "git worktree add -q --detach ../patched/src pristine"],
                        cwd=os.path.join(build, "linux"), env=env, check=True, capture_output=True)
-        for bug in ("bug-a", "bug-b", "bug-c"):
+        for bug in ("bug-a", "bug-b", "bug-c", "bug-d"):
             open(os.path.join(root, "tests", "bug-injections", bug + ".patch"), "w").write(
                 f"Caught-by: t/x\n--- a/file\n+++ b/file\n@@ -1 +1 @@\n-base\n+{bug}\n")
         r = subprocess.run(["bash", os.path.join(root, "scripts", "check-regressions.sh"),
-                            "bug-a", "bug-b", "bug-c"], env=env, capture_output=True,
+                            "bug-a", "bug-b", "bug-c", "bug-d"], env=env, capture_output=True,
                            text=True, timeout=60)
     out = r.stdout + r.stderr
     problems = []
     if r.returncode == 0:
         problems.append("check-regressions passed with a kernel that does not build")
     for bug, says in (("bug-a", "caught"), ("bug-b", "NOT RUN: its kernel does not build"),
-                      ("bug-c", "MISSED")):
+                      ("bug-c", "MISSED"), ("bug-d", "NOT RUN: its bpf_testmod.ko does not build")):
         if not re.search(rf"^  {bug} .*{says}", out, re.M):
             problems.append(f"{bug} is not reported as {says!r}")
     if problems:
