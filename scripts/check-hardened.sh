@@ -10,7 +10,9 @@
 # writes its kernel build, build/hardened/obj (and obj.log), and that
 # build's bpf_testmod.ko in build/hardened/obj-testmod.
 #
-# KERNEL_SRC/KERNEL_OBJ: check another prepared tree (check-regressions.sh)
+# KERNEL_SRC/KERNEL_OBJ: check another prepared tree (check-regressions.sh
+# does the same for its hardened/ injections through lib.sh's
+# build_testmod_of and check_ibt_dtors)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

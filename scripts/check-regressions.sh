@@ -43,6 +43,8 @@ tree_worktree "$SRC" "$(git -C "$PATCHED" rev-parse HEAD)"
 
 results=()
 caught_all=0
+# result VERDICT: the table's line for injection $n, whose tests are $tests
+result() { results+=("$(printf '%-28s %-40s %s' "$n" "$tests" "$1")"); }
 for n in "${names[@]}"; do
 	patch=$INJ/$n.patch
 	[ -f "$patch" ] || die "no injection $patch"
@@ -60,8 +62,7 @@ for n in "${names[@]}"; do
 	# A kernel that does not build proves nothing about its test; the
 	# other injections still run, and the table says which one it was.
 	if ! KERNEL_SRC=$SRC KERNEL_OBJ=$obj "$ROOT/scripts/build-kernel.sh" "$config"; then
-		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" \
-			"NOT RUN: its kernel does not build (above; ${obj#"$BUILD"/}.log)")")
+		result "NOT RUN: its kernel does not build (above; ${obj#"$BUILD"/}.log)"
 		caught_all=1
 		continue
 	fi
@@ -72,8 +73,7 @@ for n in "${names[@]}"; do
 	mkdir -p "$tests_dir"
 	rsync -a --delete "$(test_dir patched)/" "$tests_dir/"
 	if ! build_testmod_of "$SRC" "$obj" "$tests_dir"; then
-		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" \
-			"NOT RUN: its bpf_testmod.ko does not build")")
+		result "NOT RUN: its bpf_testmod.ko does not build"
 		caught_all=1
 		continue
 	fi
@@ -91,7 +91,7 @@ for n in "${names[@]}"; do
 			verdict="MISSED: the build could not be checked ($run/check.log)"
 			caught_all=1
 		fi
-		results+=("$(printf '%-28s %-40s %s' "$n" "$tests" "$verdict")")
+		result "$verdict"
 		continue
 	fi
 	# "Caught-by: exit: CMD" names a guest program instead of subtests
