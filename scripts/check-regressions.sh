@@ -12,8 +12,10 @@
 # build's binary: its kernel gets the hardened config and, instead of a
 # guest run, "Caught-by: check-ibt-dtors" runs scripts/check-ibt-dtors.py,
 # which must fail. "Caught-by: exit: CMD" runs a guest program, which must
-# exit 1. Ends with a table; exit status 0 only if every injected bug was
-# caught.
+# exit 1 (and print a line matching the regex of a "Caught-output:" line,
+# if there is one); "Caught-by: splat: CMD" runs one that only the
+# kernel's report of the bug (KASAN, say) catches. Ends with a table; exit
+# status 0 only if every injected bug was caught.
 #
 #   check-regressions.sh [NAME...]   (default: every injection, kasan/ and
 #                                     hardened/ too)
@@ -51,6 +53,8 @@ for n in "${names[@]}"; do
 	# The subtests that must catch this bug, from the patch's "Caught-by:" line
 	tests=$(sed -n 's/^Caught-by: *//p' "$patch" | head -1)
 	[ -n "$tests" ] || die "$patch names no Caught-by: subtests"
+	# the line a guest program prints when it sees this bug (optional)
+	output=$(sed -n 's/^Caught-output: *//p' "$patch" | head -1)
 	git -C "$SRC" reset -q --hard "$(git -C "$PATCHED" rev-parse HEAD)"
 	git -C "$SRC" apply "$patch" || die "$n does not apply to the patched tree"
 	# the variant named to build-kernel.sh only picks the config
@@ -97,6 +101,7 @@ for n in "${names[@]}"; do
 	# "Caught-by: exit: CMD" names a guest program instead of subtests
 	case "$tests" in
 	exit:*) cmd=${tests#exit:} ;;
+	splat:*) cmd=${tests#splat:} ;;
 	*) cmd="./test_progs -t $tests" ;;
 	esac
 	echo "run_suite regress ${SUITE_TIMEOUT:-600} /tests/patched $cmd" > "$run/plan.sh"
@@ -108,7 +113,8 @@ for n in "${names[@]}"; do
 	splat=$({ python3 "$ROOT/scripts/judge.py" splats "$run/console.log" || true; } | wc -l)
 	# Caught only if the named tests ran and failed, or the kernel reported
 	# a splat while they ran (scripts/judge.py, judge_regression()).
-	if verdict=$(python3 "$ROOT/scripts/judge.py" regression "$run" "$tests"); then :; else
+	if verdict=$(python3 "$ROOT/scripts/judge.py" regression "$run" "$tests" \
+		${output:+"$output"}); then :; else
 		caught_all=1
 	fi
 	results+=("$(printf '%-28s %-40s rc=%-4s splats=%-3s %s' \

@@ -21,10 +21,12 @@ write the results as KTAP, the kernel selftests' format.
     judge.py splats CONSOLE_LOG
         Prints each line that is a kernel splat (tests/kernel-splats) with
         its kind; exit status 1 if there is one.
-    judge.py regression RUN_DIR SELECTOR
+    judge.py regression RUN_DIR SELECTOR [OUTPUT]
         A check-regressions run: was the bug caught by the test_progs tests
-        that SELECTOR (-t syntax) names? Prints "caught: ..." (status 0) or
-        "MISSED: ..." (status 1).
+        that SELECTOR (-t syntax) names, by the guest program of "exit: CMD"
+        (exit status 1 and, if given, a line matching the regex OUTPUT), or
+        by a kernel report ("splat: CMD", or any selector)? Prints
+        "caught: ..." (status 0) or "MISSED: ..." (status 1).
 
 Reads RUN_DIRs (what the guest reported, split by lib.sh's split_channel),
 the matrix, tests/known-failures/, tests/expected-failures/ and
@@ -506,8 +508,14 @@ def selected(case_name, selector):
     return not sub_sel or (bool(sub) and glob_match(sub, f"*{sub_sel}*"))
 
 
-def judge_regression(run_dir, selector, suite="regress"):
-    """(caught?, why) for one bug injection's guest run."""
+def judge_regression(run_dir, selector, suite="regress", output=None):
+    """(caught?, why) for one bug injection's guest run.
+
+    selector: test_progs tests (caught if one of them failed), "exit: CMD"
+    (caught if CMD exited 1, and when output, a regex, is given, printed a
+    line it matches: the failure the bug causes, not any failure) or
+    "splat: CMD" (caught only by a kernel report while CMD ran); a kernel
+    report while the test ran catches the bug in every case."""
     rc, timeout = read_status(run_dir, suite)
     log = os.path.join(run_dir, f"{suite}.log")
     if timeout is not None:
@@ -529,11 +537,20 @@ def judge_regression(run_dir, selector, suite="regress"):
             n, kind, line = splats[0]
             return True, f"kernel {kind} while it ran, which panicked the guest: {line.strip()}"
         return False, "the test never ran to its end (no exit status reported)"
+    missed_why = None
     if selector.startswith("exit:"):
         # a guest program, judged by its exit status: 1 is its failure;
         # crashes and the like are no proof that it saw the bug
-        if rc == 1:
+        if rc == 1 and output is None:
             return True, f"{selector[5:].strip()} exited 1"
+        if rc == 1:
+            hit = next((line for line in read_lines(log) if re.search(output, line)), None)
+            if hit is not None:
+                return True, f"{selector[5:].strip()} exited 1: {hit.strip()}"
+            missed_why = (f"it exited 1, but printed no line matching {output!r}: "
+                          "a failure other than the bug's")
+    elif selector.startswith("splat:"):
+        pass                    # only the kernel's report below counts
     else:
         cases = [c for c in parse_test_progs(read_lines(log)).cases
                  if selected(c.name, selector)]
@@ -552,9 +569,14 @@ def judge_regression(run_dir, selector, suite="regress"):
     if splats:
         n, kind, line = splats[0]
         return True, f"kernel {kind} while it ran: {line.strip()}"
+    if missed_why:
+        return False, missed_why + ", and the kernel reported nothing"
     if selector.startswith("exit:"):
         return False, (f"it exited {describe_status(rc)}, not its failure status 1, "
                        "and the kernel reported nothing")
+    if selector.startswith("splat:"):
+        return False, (f"the kernel reported nothing while it ran (it exited "
+                       f"{describe_status(rc)}; only a kernel report catches this bug)")
     return False, "its tests ran and passed, and the kernel reported nothing"
 
 
@@ -693,8 +715,8 @@ def main(argv):
             for n, kind, line in splats:
                 print(f"{args[0]}:{n}: {kind}: {line}")
             return 1 if splats else 0
-        if what == "regression" and len(args) == 2:
-            caught, why = judge_regression(*args)
+        if what == "regression" and len(args) in (2, 3):
+            caught, why = judge_regression(args[0], args[1], output=(args[2:] or [None])[0])
             print(f"{'caught' if caught else 'MISSED'}: {why}")
             return 0 if caught else 1
     except (matrix.MatrixError, OSError) as e:

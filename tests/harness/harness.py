@@ -17,6 +17,7 @@ must get. Header lines "KEY: VALUE" first, then sections "--- NAME":
     rc:      the suite's exit status (suite, regression); absent: none reported
     timeout: the limit the guest stopped the suite at (suite, regression)
     selector: the Caught-by tests (regression)
+    output:  the Caught-output regex (regression)
     verdict: pass | fail (suite), ok | error (matrix), clean | KIND (splats),
              caught | missed (regression), same (ktap)
     counts:  "P F S" the judge must count (suite)
@@ -107,7 +108,8 @@ def new_verdict(fx, tmp):
         found = judge.find_splats(fx.sections["console"])
         return (found[0][1] if found else "clean"), None, repr(found)
     if check == "regression":
-        caught, why = judge.judge_regression(run, fx.get("selector"), fx.get("suite", SUITE))
+        caught, why = judge.judge_regression(run, fx.get("selector"), fx.get("suite", SUITE),
+                                             fx.get("output"))
         return ("caught" if caught else "missed"), None, why
     row = matrix.parse_row(fx.get("row"), "row", lists)
     if "known" in fx.sections:
