@@ -14,11 +14,14 @@
  *
  * The plain_ programs and maps churn maps that have no kptrs at all, whose
  * elements are freed after RCU grace periods: their callbacks must not need
- * the map, which may be gone by then.
+ * the map, which may be gone by then. The watch_ programs, loaded once for
+ * the whole scenario, count what must never happen there and how often the
+ * race was on.
  */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #ifndef __kptr_ref
 #define __kptr_ref __attribute__((btf_type_tag("kptr_ref")))
@@ -301,5 +304,235 @@ int BPF_PROG(plain_sk_churn, struct socket *sock)
 	if (v)
 		bpf_sk_storage_delete(&plain_sk_storage, sock->sk);
 	add(plain_ops);
+	return 0;
+}
+
+/* Storage maps that only user space updates: no program holds them, so
+ * they are freed (after two RCU grace periods) as soon as the skeleton
+ * closes them, while the tasks trace callbacks of the elements that user
+ * space deleted may still be pending.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} plain_user_task_storage SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} plain_user_inode_storage SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} plain_user_sk_storage SEC(".maps");
+
+/* What the watch_ programs know of a storage map, by its address */
+enum {
+	MAP_USER_STORAGE = 1,	/* a plain_user_ storage map */
+	MAP_FREED = 2,		/* ... whose map_free has started */
+};
+
+/* Only the first round's maps matter, and map addresses are reused */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u32);
+} watch_maps SEC(".maps");
+
+/* The map_free calls in progress, by the task running them: whether the
+ * map is a plain_ one is known on the way in only, when the map is alive
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, __u32);
+} watch_frees SEC(".maps");
+
+__u64 watch_nokptr_dtors, watch_plain_htabs_freed, watch_plain_storage_freed;
+__u64 watch_user_storage_freed, watch_user_elem_frees, watch_late_user_elem_frees;
+__u64 watch_user_elem_frees_held;
+/* set by user space while it holds tasks trace grace periods back */
+int watch_holding;
+
+static bool name_starts(const char *map_name, const char *prefix, int len)
+{
+	char name[12] = {};
+	int i;
+
+	bpf_probe_read_kernel_str(name, sizeof(name), map_name);
+	for (i = 0; i < len && i < sizeof(name); i++)
+		if (name[i] != prefix[i])
+			return false;
+	return true;
+}
+
+static __u32 flags_of(void *map)
+{
+	__u64 key = (__u64)map;
+	__u32 *f = bpf_map_lookup_elem(&watch_maps, &key);
+
+	return f ? *f : 0;
+}
+
+static void set_flags(void *map, __u32 flags)
+{
+	__u64 key = (__u64)map;
+
+	if (flags)
+		bpf_map_update_elem(&watch_maps, &key, &flags, BPF_ANY);
+	else
+		bpf_map_delete_elem(&watch_maps, &key);
+}
+
+/* map_free of a plain_ map starts in this task: remember what it is */
+static void free_starts(struct bpf_map *map, __u32 what)
+{
+	__u64 task = bpf_get_current_pid_tgid();
+
+	if (name_starts(map->name, "plain_", 6))
+		bpf_map_update_elem(&watch_frees, &task, &what, BPF_ANY);
+}
+
+/* map_free ended in this task: what it freed, 0 if not a plain_ map */
+static __u32 free_ended(void)
+{
+	__u64 task = bpf_get_current_pid_tgid();
+	__u32 *what = bpf_map_lookup_elem(&watch_frees, &task), v;
+
+	if (!what)
+		return 0;
+	v = *what;
+	bpf_map_delete_elem(&watch_frees, &task);
+	return v;
+}
+
+/* A hash map without kptrs does not wait for its elements' frees when it is
+ * freed (so that it costs what it did on 6.1): no allocator destructor,
+ * which would read the map, may run for it.
+ */
+static void count_nokptr_dtor(struct bpf_htab *htab)
+{
+	if (!BPF_CORE_READ(htab, map.kptr_tab))
+		add(watch_nokptr_dtors);
+}
+
+SEC("fentry/htab_elem_dtor")
+int BPF_PROG(watch_elem_dtor, void *obj, void *htab)
+{
+	count_nokptr_dtor(htab);
+	return 0;
+}
+
+SEC("fentry/htab_pcpu_value_dtor")
+int BPF_PROG(watch_pcpu_value_dtor, void *obj, void *htab)
+{
+	count_nokptr_dtor(htab);
+	return 0;
+}
+
+SEC("fentry/htab_map_free")
+int BPF_PROG(watch_htab_free_start, struct bpf_map *map)
+{
+	free_starts(map, 1);
+	return 0;
+}
+
+SEC("fexit/htab_map_free")
+int BPF_PROG(watch_htab_free, struct bpf_map *map)
+{
+	if (free_ended())
+		add(watch_plain_htabs_freed);
+	return 0;
+}
+
+SEC("fexit/bpf_local_storage_map_alloc")
+int BPF_PROG(watch_storage_alloc, union bpf_attr *attr,
+	     struct bpf_local_storage_cache *cache, struct bpf_map *map)
+{
+	if ((unsigned long)map >= (unsigned long)-4095)
+		return 0;
+	/* a new map, maybe where a freed one was; map->name is set only once
+	 * the map is allocated
+	 */
+	set_flags(map, name_starts(attr->map_name, "plain_user_", 11) ? MAP_USER_STORAGE : 0);
+	return 0;
+}
+
+SEC("fentry/bpf_local_storage_map_free")
+int BPF_PROG(watch_storage_free_start, struct bpf_map *map)
+{
+	__u32 f = flags_of(map);
+
+	if (f & MAP_USER_STORAGE)
+		set_flags(map, f | MAP_FREED);
+	free_starts(map, f & MAP_USER_STORAGE ? 2 : 1);
+	return 0;
+}
+
+SEC("fexit/bpf_local_storage_map_free")
+int BPF_PROG(watch_storage_free, struct bpf_map *map)
+{
+	__u32 what = free_ended();
+
+	if (what)
+		add(watch_plain_storage_freed);
+	if (what == 2)
+		add(watch_user_storage_freed);
+	return 0;
+}
+
+/* The tasks trace callback that frees an element of a map without kptrs
+ * may run after that map was freed, as long as it does not read the map
+ * (which KASAN reports): count those that did (or ran while the map was
+ * being freed), to show the race was on, and those that ran while user
+ * space held such callbacks back, to show that the hold worked.
+ */
+SEC("fentry/bpf_selem_free_rcu")
+int BPF_PROG(watch_selem_free, struct callback_head *rcu)
+{
+	struct bpf_local_storage_elem *selem;
+	__u32 f;
+
+	selem = (void *)rcu - bpf_core_field_offset(struct bpf_local_storage_elem, rcu);
+	f = flags_of(BPF_CORE_READ(selem, sdata.smap));
+	if (!(f & MAP_USER_STORAGE))
+		return 0;
+	add(watch_user_elem_frees);
+	if (f & MAP_FREED)
+		add(watch_late_user_elem_frees);
+	if (watch_holding)
+		add(watch_user_elem_frees_held);
+	return 0;
+}
+
+/* Holding back tasks trace grace periods: when user space sets
+ * watch_block_tid, that thread's next open() runs this sleepable program,
+ * which reads a user page whose fault user space resolves (userfaultfd)
+ * only once the maps it watches are freed. Until then the program stays in
+ * its RCU tasks trace read section, and no such grace period can end.
+ */
+int watch_block_tid;
+__u64 watch_block_addr;
+__u64 watch_block_reads;
+
+SEC("lsm.s/file_open")
+int BPF_PROG(watch_block_trace_gp, struct file *file)
+{
+	__u64 v;
+
+	if (!watch_block_tid || (__u32)bpf_get_current_pid_tgid() != watch_block_tid)
+		return 0;
+	watch_block_tid = 0;
+	if (!bpf_copy_from_user(&v, sizeof(v), (void *)watch_block_addr))
+		add(watch_block_reads);
 	return 0;
 }

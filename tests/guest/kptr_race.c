@@ -11,6 +11,11 @@
  * A scenario passes when the programs saw no impossible object (see the BPF
  * side), took references and dropped objects, and every slot could be
  * emptied; on a debug kernel KASAN, lockdep and kmemleak watch the rest.
+ * The plain scenario also counts, with tracing programs, what must never
+ * happen on any kernel (an element destructor for a hash map without
+ * kptrs), and where the kernel has userfaultfd it holds RCU tasks trace
+ * grace periods back so that element frees come after their map's free,
+ * the race it is about, every time (checked by counting them).
  * Exits 0 only if every scenario run passed.
  */
 #define _GNU_SOURCE
@@ -27,6 +32,11 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <poll.h>
+#include <linux/userfaultfd.h>
 #include <sys/wait.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -230,25 +240,180 @@ static int scenario_cgroups(void)
 	return ok ? 0 : -1;
 }
 
+/* Create and delete an element in each user-only storage map: their frees
+ * wait for a tasks trace grace period. Returns how many were deleted.
+ */
+static int user_storage_churn(struct kptr_race *skel)
+{
+	int pidfd = syscall(SYS_pidfd_open, getpid(), 0);
+	int file = open("/proc/self/status", O_RDONLY);
+	int sock = socket(AF_INET, SOCK_DGRAM, 0);
+	const struct {
+		struct bpf_map *map;
+		int key;
+	} owners[] = {
+		{ skel->maps.plain_user_task_storage, pidfd },
+		{ skel->maps.plain_user_inode_storage, file },
+		{ skel->maps.plain_user_sk_storage, sock },
+	};
+	int i, fd, deleted = 0;
+	__u64 v = 1;
+
+	for (i = 0; i < 3; i++) {
+		fd = bpf_map__fd(owners[i].map);
+		if (owners[i].key >= 0 &&
+		    !bpf_map_update_elem(fd, &owners[i].key, &v, BPF_NOEXIST) &&
+		    !bpf_map_delete_elem(fd, &owners[i].key))
+			deleted++;
+		else
+			printf("  FAIL an element of %s: %s\n", bpf_map__name(owners[i].map),
+			       strerror(errno));
+		if (owners[i].key >= 0)
+			close(owners[i].key);
+	}
+	return deleted;
+}
+
+/* Wait until *count reaches want, for at most a minute */
+static bool wait_for(const char *what, volatile __u64 *count, unsigned long long want)
+{
+	double end = now() + 60;
+
+	while (*count < want && now() < end)
+		usleep(10000);
+	if (*count >= want)
+		return true;
+	printf("  FAIL %s: %llu of %llu\n", what, (unsigned long long)*count, want);
+	return false;
+}
+
+/* A thread whose open() runs watch_block_trace_gp, which then waits in its
+ * RCU tasks trace read section for a page fault that user space resolves
+ */
+struct trace_gp_block {
+	int uffd;
+	char *page;
+	long page_size;
+	pthread_t thread;
+	bool thread_started;
+	struct kptr_race *watch;
+};
+
+static void *blocked_open(void *arg)
+{
+	struct trace_gp_block *b = arg;
+	int fd;
+
+	b->watch->bss->watch_block_tid = syscall(SYS_gettid);
+	fd = open("/proc/self/status", O_RDONLY);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* Resolve the fault, let the thread end, and free what the block used */
+static void unblock_trace_gp(struct trace_gp_block *b)
+{
+	struct uffdio_zeropage zero = {
+		.range = { .start = (unsigned long)b->page, .len = b->page_size },
+	};
+
+	if (b->thread_started) {
+		if (ioctl(b->uffd, UFFDIO_ZEROPAGE, &zero))
+			printf("  FAIL resolving the fault: %s\n", strerror(errno));
+		pthread_join(b->thread, NULL);
+	}
+	b->watch->bss->watch_holding = 0;
+	if (b->page != MAP_FAILED)
+		munmap(b->page, b->page_size);
+	close(b->uffd);
+}
+
+/* Start holding back tasks trace grace periods: 1 when they are held, 0
+ * where the kernel has no userfaultfd, -1 on failure.
+ */
+static int block_trace_gp(struct trace_gp_block *b, struct kptr_race *watch)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct pollfd pfd;
+	struct uffd_msg msg;
+
+	b->watch = watch;
+	b->thread_started = false;
+	b->page = MAP_FAILED;
+	b->page_size = sysconf(_SC_PAGESIZE);
+	b->uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (b->uffd < 0 && errno == ENOSYS) {
+		printf("  no userfaultfd in this kernel: tasks trace callbacks are not held back\n");
+		return 0;
+	}
+	if (b->uffd < 0) {
+		printf("  FAIL userfaultfd: %s\n", strerror(errno));
+		return -1;
+	}
+	b->page = mmap(NULL, b->page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (unsigned long)b->page;
+	reg.range.len = b->page_size;
+	if (b->page == MAP_FAILED || ioctl(b->uffd, UFFDIO_API, &api) ||
+	    ioctl(b->uffd, UFFDIO_REGISTER, &reg)) {
+		printf("  FAIL userfaultfd setup: %s\n", strerror(errno));
+		goto fail;
+	}
+	watch->bss->watch_block_addr = (unsigned long)b->page;
+	if (pthread_create(&b->thread, NULL, blocked_open, b)) {
+		printf("  FAIL thread\n");
+		goto fail;
+	}
+	b->thread_started = true;
+	/* the program is blocked once its fault is reported */
+	pfd.fd = b->uffd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 30000) != 1 || read(b->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT) {
+		printf("  FAIL the sleepable program did not fault on the page\n");
+		goto fail;
+	}
+	watch->bss->watch_holding = 1;
+	return 1;
+fail:
+	unblock_trace_gp(b);
+	return -1;
+}
+
 /* Maps without kptrs, freed right after their elements were deleted */
 static int scenario_plain(void)
 {
+	struct kptr_race *watch = open_prefix("watch_");
+	unsigned long long rounds = 0, ops = 0, deleted = 0, held_deleted = 0;
 	double end = now() + seconds;
-	unsigned long long rounds = 0, ops = 0;
+	struct trace_gp_block block;
+	bool ok = true, held = false;
 	struct sockaddr_in a;
+	int fd, sock, n;
 	socklen_t alen;
-	int fd, sock;
 
-	while (now() < end) {
+	if (!watch)
+		return -1;
+	if (kptr_race__attach(watch)) {
+		printf("  FAIL attach the watch_ programs\n");
+		kptr_race__destroy(watch);
+		return -1;
+	}
+	do {
 		struct kptr_race *skel = open_prefix("plain_");
 
-		if (!skel)
-			return -1;
+		if (!skel) {
+			ok = false;
+			break;
+		}
 		skel->bss->test_tgid = getpid();
 		if (kptr_race__attach(skel)) {
 			printf("  FAIL attach\n");
 			kptr_race__destroy(skel);
-			return -1;
+			ok = false;
+			break;
 		}
 		run_syscall(skel->progs.plain_hash_churn);
 		fd = open("/proc/self/status", O_RDONLY);
@@ -260,12 +425,47 @@ static int scenario_plain(void)
 			getsockname(sock, (void *)&a, &alen);
 			close(sock);
 		}
+		/* The first round's user-only maps are freed while tasks trace
+		 * grace periods are held back: their elements' callbacks come
+		 * after that, and must not read the maps.
+		 */
+		if (!rounds) {
+			n = block_trace_gp(&block, watch);
+			ok &= n >= 0;
+			held = n > 0;
+		}
+		n = user_storage_churn(skel);
+		ok &= n == 3;
+		deleted += n;
 		ops += skel->bss->plain_ops;
 		kptr_race__destroy(skel);
 		rounds++;
-	}
-	printf("  %llu maps sets freed with frees pending, %llu program runs\n", rounds, ops);
-	return check("program runs", ops, true) ? 0 : -1;
+		if (held && rounds == 1) {
+			held_deleted = n;
+			ok &= wait_for("user-only storage maps freed under the hold",
+				       &watch->bss->watch_user_storage_freed, 3);
+			ok &= check("user-only elements freed under the hold",
+				    watch->bss->watch_user_elem_frees_held, false);
+			unblock_trace_gp(&block);
+			ok &= check("reads of the blocking program", watch->bss->watch_block_reads, true);
+			/* before any new map may take a freed one's address */
+			ok &= wait_for("held elements freed after their maps",
+				       &watch->bss->watch_late_user_elem_frees, held_deleted);
+		}
+	} while (ok && now() < end);
+	/* every round frees two hash maps and six storage maps, in the
+	 * background, and then the elements user space deleted
+	 */
+	ok &= wait_for("hash maps freed", &watch->bss->watch_plain_htabs_freed, 2 * rounds);
+	ok &= wait_for("storage maps freed", &watch->bss->watch_plain_storage_freed, 6 * rounds);
+	/* counted by map address, which new maps reuse: a lower bound */
+	printf("  %llu maps sets freed with frees pending, %llu program runs, %llu of %llu user-deleted elements freed after their map\n",
+	       rounds, ops, (unsigned long long)watch->bss->watch_late_user_elem_frees, deleted);
+	ok &= check("program runs", ops, true);
+	ok &= check("element destructors run for hash maps without kptrs",
+		    watch->bss->watch_nokptr_dtors, false);
+	kptr_race__destroy(watch);
+	return ok ? 0 : -1;
 }
 
 static const struct {
