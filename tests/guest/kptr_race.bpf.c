@@ -358,7 +358,7 @@ struct {
 } watch_frees SEC(".maps");
 
 __u64 watch_nokptr_dtors, watch_plain_htabs_freed, watch_plain_storage_freed;
-__u64 watch_user_storage_freed, watch_user_elem_frees, watch_late_user_elem_frees;
+__u64 watch_user_storage_freed, watch_late_user_elem_frees;
 __u64 watch_user_elem_frees_held;
 /* set by user space while it holds tasks trace grace periods back */
 int watch_holding;
@@ -506,7 +506,6 @@ int BPF_PROG(watch_selem_free, struct callback_head *rcu)
 	f = flags_of(BPF_CORE_READ(selem, sdata.smap));
 	if (!(f & MAP_USER_STORAGE))
 		return 0;
-	add(watch_user_elem_frees);
 	if (f & MAP_FREED)
 		add(watch_late_user_elem_frees);
 	if (watch_holding)
