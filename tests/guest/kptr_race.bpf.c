@@ -419,9 +419,19 @@ static __u32 free_ended(void)
  * freed (so that it costs what it did on 6.1): no allocator destructor,
  * which would read the map, may run for it.
  */
+struct bpf_map___kptrs {
+	struct bpf_kptr_tab *kptr_tab;
+} __attribute__((preserve_access_index));
+
 static void count_nokptr_dtor(struct bpf_htab *htab)
 {
-	if (!BPF_CORE_READ(htab, map.kptr_tab))
+	/* A local flavour of struct bpf_map: the field is our series', and
+	 * this file is also built against the baseline's and upstream's BTF.
+	 * (There, htab_elem_dtor does not exist and nothing attaches here.)
+	 */
+	struct bpf_map___kptrs *map = (void *)&htab->map;
+
+	if (bpf_core_field_exists(map->kptr_tab) && !BPF_CORE_READ(map, kptr_tab))
 		add(watch_nokptr_dtors);
 }
 
