@@ -415,14 +415,15 @@ static __u32 free_ended(void)
 	return v;
 }
 
-/* A hash map without kptrs does not wait for its elements' frees when it is
- * freed (so that it costs what it did on 6.1): no allocator destructor,
- * which would read the map, may run for it.
- */
+/* struct bpf_map as our series has it (see count_nokptr_dtor()) */
 struct bpf_map___kptrs {
 	struct bpf_kptr_tab *kptr_tab;
 } __attribute__((preserve_access_index));
 
+/* A hash map without kptrs does not wait for its elements' frees when it is
+ * freed (so that it costs what it did on 6.1): no allocator destructor,
+ * which would read the map, may run for it.
+ */
 static void count_nokptr_dtor(struct bpf_htab *htab)
 {
 	/* A local flavour of struct bpf_map: the field is our series', and
