@@ -148,23 +148,24 @@ run_kernel() {
 }
 
 # rerun_regressions: each test_progs test with a case that passed on
-# upstream-full and failed on patched-full runs FULL_RERUNS (5) more times
+# upstream-full and failed on patched-full runs FULL_RERUNS (10) more times
 # on both kernels, one boot each, into RUN/rerun: parity.py then tells a
-# regression (passes every rerun on upstream-full) from a test that is flaky
-# in this guest on upstream 6.1 itself.
+# regression (passes every rerun on upstream-full, fails again on
+# patched-full) from a test that is flaky in this guest on upstream 6.1
+# itself, or from a single failure that no rerun reproduces.
 rerun_regressions() {
 	local tests k i t dir
 	[ ${#KERNELS[@]} -eq 2 ] || return 0
 	mapfile -t tests < <(python3 "$ROOT/scripts/parity.py" --regressed-tests \
 		"${KERNELS[0]}=$RUNS/${KERNELS[0]}" "${KERNELS[1]}=$RUNS/${KERNELS[1]}")
 	[ ${#tests[@]} -gt 0 ] || return 0
-	echo "rerunning ${#tests[@]} test(s) with regressed cases ${FULL_RERUNS:-5} times on each kernel: ${tests[*]}"
+	echo "rerunning ${#tests[@]} test(s) with regressed cases ${FULL_RERUNS:-10} times on each kernel: ${tests[*]}"
 	for k in "${KERNELS[@]}"; do
 		dir=$RUNS/$k/rerun
 		rm -rf "$dir"
 		mkdir -p "$dir"
 		for t in "${tests[@]}"; do
-			for i in $(seq "${FULL_RERUNS:-5}"); do
+			for i in $(seq "${FULL_RERUNS:-10}"); do
 				echo "test_progs.$t@$i $TEST_TIMEOUT ./test_progs -a $t"
 			done
 		done > "$dir/suites"
@@ -253,7 +254,7 @@ for k in "${KERNELS[@]}"; do args+=("$k=$RUNS/$k"); done
 parity_rc=0
 if [ ${#args[@]} -eq 2 ]; then
 	python3 "$ROOT/scripts/parity.py" --times "$RUNS/times" \
-		--denylist "$ROOT/tests/full-denylist" --out "$BUILD/parity.md" "${args[@]}" ||
+		--min-reruns "${FULL_RERUNS:-10}" --denylist "$ROOT/tests/full-denylist" --out "$BUILD/parity.md" "${args[@]}" ||
 		parity_rc=$?
 fi
 if [ -f "$RUNS/patched-full-own/totals" ]; then

@@ -576,7 +576,8 @@ def check_parity():
     regression; one failing on both is listed with its cause; a denylist
     line whose tests pass on the reference is stale; a regressed case that
     fails in a rerun on the reference is flaky, one that passes every rerun
-    there stays a regression."""
+    there stays a regression unless it also passed enough reruns on the
+    other (then it is listed as not reproduced)."""
     problems = []
     tp = lambda t, res, subs=(): "".join(f"#1/{i} {t}/{n}:{r}\n" for i, (n, r) in
                                          enumerate(subs, 1)) + f"#1 {t}:{res}\n"
@@ -605,6 +606,11 @@ def check_parity():
          ["REGRESSION f: OK -> FAIL", "0 flaky"], reruns(["OK"] * 3, ["OK", "FAIL", "OK"])),
         ("rerun boot died on the reference", flaky_oth, "g\tno netns", 1,
          ["REGRESSION f: OK -> FAIL", "0 flaky"], reruns(["OK", "MISSING"], ["FAIL", "FAIL"])),
+        ("one failure, not reproduced", flaky_oth, "g\tno netns", 0,
+         ["0 regressions", "1 not reproduced on pa", "NOT REPRODUCED f"],
+         reruns(["OK"] * 3, ["OK"] * 3)),
+        ("too few reruns to call it unreproduced", flaky_oth, "g\tno netns", 1,
+         ["REGRESSION f: OK -> FAIL", "0 not reproduced"], reruns(["OK"] * 3, ["OK", "OK", "MISSING"])),
     ]
     cases = [c if len(c) == 6 else c + ({},) for c in cases]
     with tempfile.TemporaryDirectory() as tmp:
@@ -637,8 +643,9 @@ def check_parity():
                 dirs.append(f"{kname}={d}")
             denyf = os.path.join(tmp, label.replace(" ", "_"), "deny")
             open(denyf, "w").write(deny + "\n")
-            problems += run_script_case(label, ["parity.py", "--denylist", denyf, "--out",
-                                                os.path.join(tmp, "p.md")] + dirs, want_rc, says)
+            problems += run_script_case(label, ["parity.py", "--min-reruns", "3", "--denylist", denyf,
+                                                "--out", os.path.join(tmp, "p.md")] + dirs,
+                                        want_rc, says)
             if label == "regressions found":    # what check-full.sh reruns
                 problems += run_script_case("regressed tests", ["parity.py", "--regressed-tests"] + dirs,
                                             0, ["a\nb\nc\ne\n"])
