@@ -55,8 +55,24 @@ layers_stamp() {
 	done | sha256sum | cut -d' ' -f1
 }
 
+# Resetting to pristine and applying again gives every file the layers
+# touch a new mtime, and a change to one selftest then rebuilds the whole
+# kernel (bpf.h is in the series). So the mtimes of the files the old
+# layers changed are saved first, and each file whose content the new
+# layers leave as it was gets its mtime back: make then rebuilds only what
+# really changed. Only for a tree that matched its commit (nothing edited by
+# hand), whose objects were built from exactly that content.
 apply_layers() {
-	local tree=$1 p
+	local tree=$1 p old mtime name kept
+	local -A saved=() changed=()
+	old=$(git -C "$tree" rev-parse -q --verify HEAD) || old=
+	if [ -n "$old" ] && [ "$old" != "$(git -C "$tree" rev-parse pristine)" ] &&
+		git -C "$tree" diff --quiet HEAD; then
+		while read -r mtime name; do
+			saved[$name]=$mtime
+		done < <(git -C "$tree" diff --name-only --diff-filter=AM pristine "$old" |
+			(cd "$tree" && xargs -r -d '\n' stat -c '%Y %n'))
+	fi
 	git -C "$tree" reset -q --hard pristine
 	git -C "$tree" clean -q -fdx
 	for p in $(variant_patches "$VARIANT"); do
@@ -70,6 +86,17 @@ apply_layers() {
 			exit 1
 		fi
 	done
+	[ ${#saved[@]} -gt 0 ] || return 0
+	while read -r name; do
+		changed[$name]=1
+	done < <(git -C "$tree" diff --name-only "$old" HEAD)
+	kept=0
+	for name in "${!saved[@]}"; do
+		[ -z "${changed[$name]:-}" ] && [ -f "$tree/$name" ] || continue
+		touch -m -d "@${saved[$name]}" "$tree/$name"
+		kept=$((kept + 1))
+	done
+	echo "$kept files as they were keep their mtimes; ${#changed[@]} files changed"
 }
 
 # A peer kernel (upstream612): its own tarball, extracted once, no layers.
