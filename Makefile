@@ -91,6 +91,10 @@ check-full:
 	scripts/install-deps.sh clients
 	scripts/check-full.sh
 
+check-clients:
+	scripts/install-deps.sh clients
+	scripts/check-clients.sh
+
 check-series:
 	scripts/install-deps.sh docs
 	scripts/check-series.sh $(LAYER)
