@@ -44,6 +44,8 @@ need python3 python3
 RUNS=${FULL_RUNS:-$BUILD/runs/full-$(date +%Y%m%d-%H%M%S)}
 TEST_TIMEOUT=${FULL_TEST_TIMEOUT:-600}
 MAX_BOOTS=${FULL_MAX_BOOTS:-12}
+# reruns of a regressed test on each kernel (see rerun_regressions)
+RERUNS=${FULL_RERUNS:-10}
 # shellcheck disable=SC2206
 KERNELS=(${*:-upstream-full patched-full})
 # Host tools the selftests call that busybox does not have in the form
@@ -159,13 +161,13 @@ rerun_regressions() {
 	mapfile -t tests < <(python3 "$ROOT/scripts/parity.py" --regressed-tests \
 		"${KERNELS[0]}=$RUNS/${KERNELS[0]}" "${KERNELS[1]}=$RUNS/${KERNELS[1]}")
 	[ ${#tests[@]} -gt 0 ] || return 0
-	echo "rerunning ${#tests[@]} test(s) with regressed cases ${FULL_RERUNS:-10} times on each kernel: ${tests[*]}"
+	echo "rerunning ${#tests[@]} test(s) with regressed cases $RERUNS times on each kernel: ${tests[*]}"
 	for k in "${KERNELS[@]}"; do
 		dir=$RUNS/$k/rerun
 		rm -rf "$dir"
 		mkdir -p "$dir"
 		for t in "${tests[@]}"; do
-			for i in $(seq "${FULL_RERUNS:-10}"); do
+			for i in $(seq "$RERUNS"); do
 				echo "test_progs.$t@$i $TEST_TIMEOUT ./test_progs -a $t"
 			done
 		done > "$dir/suites"
@@ -254,7 +256,7 @@ for k in "${KERNELS[@]}"; do args+=("$k=$RUNS/$k"); done
 parity_rc=0
 if [ ${#args[@]} -eq 2 ]; then
 	python3 "$ROOT/scripts/parity.py" --times "$RUNS/times" \
-		--min-reruns "${FULL_RERUNS:-10}" --denylist "$ROOT/tests/full-denylist" --out "$BUILD/parity.md" "${args[@]}" ||
+		--min-reruns "$RERUNS" --denylist "$ROOT/tests/full-denylist" --out "$BUILD/parity.md" "${args[@]}" ||
 		parity_rc=$?
 fi
 if [ -f "$RUNS/patched-full-own/totals" ]; then
