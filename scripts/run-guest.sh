@@ -33,6 +33,11 @@
 # GUEST_CONSOLE=stdio: the kernel console on this terminal instead of
 # RUN_DIR/console.log, for a plan that runs a shell there (make shell);
 # Ctrl-A x stops QEMU. QEMU_ACCEL=kvm|tcg: no detection, use that one.
+# GUEST_TCG_THREAD=single: under TCG, all vCPUs in one host thread, taking
+# turns. QEMU 7.2's multi-threaded TCG can go on running a stale
+# translation of kernel text that another vCPU has just patched (see
+# docs/open-findings.md, "patched-full panicked under BCC's cpudist"):
+# make check-clients, which patches the hottest functions, needs this.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -117,8 +122,8 @@ pick_accel() {
 		ACCEL_SAYS="KVM (-enable-kvm -cpu host)"
 	else
 		# TCG emulates: -cpu max gives the guest every feature it can
-		ACCEL=(-accel tcg -cpu max)
-		ACCEL_SAYS="TCG (-cpu max), no KVM: $why"
+		ACCEL=(-accel "tcg${GUEST_TCG_THREAD:+,thread=$GUEST_TCG_THREAD}" -cpu max)
+		ACCEL_SAYS="TCG (-cpu max${GUEST_TCG_THREAD:+, thread=$GUEST_TCG_THREAD}), no KVM: $why"
 	fi
 }
 

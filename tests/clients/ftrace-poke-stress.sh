@@ -7,7 +7,8 @@
 #
 #   echo 'host_root
 #   run_suite fts 900 / sh /host'"$PWD"'/tests/clients/ftrace-poke-stress.sh 300' > /tmp/plan.sh
-#   GUEST_HOST_ROOT=1 [GUEST_SMP=1] scripts/run-guest.sh patched-full /tmp/fts /tmp/plan.sh
+#   GUEST_HOST_ROOT=1 [GUEST_SMP=1 | GUEST_TCG_THREAD=single] \
+#       scripts/run-guest.sh patched-full /tmp/fts /tmp/plan.sh
 #
 # SECONDS_TO_RUN is the first argument (300).
 T=/sys/kernel/tracing
