@@ -76,7 +76,7 @@ for k in "${KERNELS[@]}"; do
 	PLAN
 	# thread=single: the tools arm and disarm probes on functions that the
 	# other vCPU runs all the time, and QEMU's multi-threaded TCG can then
-	# run stale code (docs/open-findings.md). Time: about 5 minutes alone,
+	# run stale code (docs/open-findings.md). Time: 6-7 minutes alone,
 	# but 18-38 beside check-full's two suite guests (BCC compiles with
 	# clang in the guest), so a dead guest is told by its silence instead.
 	GUEST_TCG_THREAD=${GUEST_TCG_THREAD:-single} GUEST_HOST_ROOT=1 VARIANT=$k \
