@@ -41,6 +41,16 @@ LOG=${KERNEL_LOG:-$OBJ.log}
 kbuild_identity
 use_ccache
 KMAKE=(make -C "$SRC" O="$OBJ" -j"$JOBS" CC="ccache gcc" HOSTCC="ccache gcc")
+# 6.1's scripts/pahole-flags.sh runs pahole 1.22-1.25 with -j, which
+# orders vmlinux's BTF types differently on every link. Lookups by name
+# (libbpf's of kfuncs, the kernel's of kptr types) scan the types in
+# order, so loading the same object cost 8 % more instructions on one
+# build of the series than on the one before (make bench's
+# load_selftest). Without -j the order is the link order on every build.
+if [ -f "$SRC/scripts/pahole-flags.sh" ]; then
+	KMAKE+=(PAHOLE_FLAGS="$(PAHOLE=pahole sh "$SRC/scripts/pahole-flags.sh" |
+		sed -E 's/(^| )-j( |$)/ /g; s/^ +| +$//g')")
+fi
 
 make_config() {
 	mkdir -p "$OBJ"
