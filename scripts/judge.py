@@ -140,6 +140,18 @@ def tv_result(outputs):
     return "FAIL", "no result: the runner stopped here", 0
 
 
+def runner_summary(summaries, pattern, problems):
+    """The counts of a runner's last Summary line (None if it printed
+    none) and the line itself. A runner prints exactly one: more than one
+    means the log holds two runs, which the judge reports as a problem."""
+    if len(summaries) > 1:
+        problems.append(f"the runner printed {len(summaries)} Summary lines")
+    if not summaries:
+        return None, ""
+    line = summaries[-1]
+    return tuple(int(x) for x in pattern.fullmatch(line).groups()), line
+
+
 def parse_test_verifier(lines):
     cases, problems, summaries = [], [], []
     current = None              # (case, its output lines)
@@ -176,12 +188,7 @@ def parse_test_verifier(lines):
     ok = sum(c.result == "OK" for c in cases)
     failed = sum(c.result == "FAIL" for c in cases)
     skipped = sum(c.skips for c in cases if c.result == "SKIP")
-    summary, summary_line = None, ""
-    if len(summaries) > 1:
-        problems.append(f"the runner printed {len(summaries)} Summary lines")
-    if summaries:
-        summary_line = summaries[-1]
-        summary = tuple(int(x) for x in TV_SUMMARY.fullmatch(summary_line).groups())
+    summary, summary_line = runner_summary(summaries, TV_SUMMARY, problems)
     return RunnerLog(cases, summary, summary_line, (ok, skipped, failed), problems)
 
 
@@ -259,12 +266,7 @@ def parse_test_progs(lines):
         + sum(t.result == "SKIP" for n, t in tests.items() if n not in subtests),
         sum(t.result == "FAIL" for t in tops),
     )
-    summary, summary_line = None, ""
-    if len(summaries) > 1:
-        problems.append(f"the runner printed {len(summaries)} Summary lines")
-    if summaries:
-        summary_line = summaries[-1]
-        summary = tuple(int(x) for x in TP_SUMMARY.fullmatch(summary_line).groups())
+    summary, summary_line = runner_summary(summaries, TP_SUMMARY, problems)
     return RunnerLog(cases, summary, summary_line, counted, problems)
 
 
