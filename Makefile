@@ -4,7 +4,7 @@
 #
 #   make demo     the main job: build our kernel, boot it in QEMU, show kptrs at work
 #   make check    the tests: every kernel of tests/matrix, ends "N passed, N failed"
-#                 (runs make test-harness first); results also in build/results.ktap
+#                 (runs the judge's tests, tests/harness, first); results also in build/results.ktap
 #   make check SUITES="kptr_maps kptr_objs" [TEST_FILTER='kptr_maps/hash*']
 #                 only those suites, on one kernel (VARIANT), booting nothing else
 #   make shell    boot VARIANT's kernel with its tests and bpftool, shell on the console
@@ -21,7 +21,7 @@
 #                 on upstream-full and patched-full: kptr slots read as zeros,
 #                 the same output on both (also part of make check-full)
 #   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
-#                 builds, checkpatch clean, the docs build without warnings
+#                 builds, no checkpatch --strict errors, the docs build without warnings
 #   make bench    kptr benchmarks in instruction counts (and TCG time) on
 #                 patched, upstream 6.1, upstream 6.12 and noinline
 #                 (BENCH_KERNELS), results in build/bench/report.md

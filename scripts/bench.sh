@@ -21,6 +21,9 @@
 # upstream upstream612") are the kernels of the time mode, which runs the target cases
 # and contention, not the scale table.
 #
+# Reads bench/ (the benchmark's BPF programs and loader), each kernel's
+# build and tests (build/VARIANT, built here when missing), and upstream
+# 6.1's map_kptr.bpf.o.
 # Writes build/bench/MODE/pass-N/KERNEL.csv (the guest's lines), then
 # bench_stats.py writes results.csv, report.md and plots/; gnuplot draws
 # plots/*.png. --report: only the statistics and charts, from the passes
@@ -141,6 +144,12 @@ all_kernels() {
 # bpf_testmod.ko, and upstream 6.1's map_kptr.bpf.o.
 build_inputs() {
 	local k variants
+	# The peer's tree comes from a package of its own (139 MB): installed
+	# through the one list of packages, which asks for root only if it
+	# must, and only when the peer runs.
+	if all_kernels | grep -qx "$PEER"; then
+		"$ROOT/scripts/install-deps.sh" peer
+	fi
 	variants=$(for k in $(all_kernels); do tests_variant "$k"; done | awk '!seen[$0]++')
 	for k in $variants upstream; do
 		check_variant "$k"
@@ -169,15 +178,9 @@ build_bench() {
 	mkdir -p "$dir/obj"
 	for o in kptr_bench kptr_scale; do
 		# shellcheck disable=SC2046
-		"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
-			$(bpf_flags "$k") -I"$out/tools/include" -c "$ROOT/bench/$o.bpf.c" \
-			-o "$dir/obj/$o.bpf.o"
-		"$out/tools/sbin/bpftool" gen skeleton "$dir/obj/$o.bpf.o" \
-			name "$o" > "$dir/obj/$o.skel.h"
+		build_bpf_skel "$out" "$ROOT/bench/$o.bpf.c" "$dir/obj" $(bpf_flags "$k")
 	done
-	gcc -g -O2 -Wall -Werror -I"$dir/obj" -I"$out/tools/include" \
-		"$ROOT/bench/kptr_bench.c" "$out/tools/build/libbpf/libbpf.a" \
-		-lelf -lz -lpthread -o "$dir/kptr_bench"
+	link_skel_loader "$out" "$ROOT/bench/kptr_bench.c" "$dir/obj" "$dir/kptr_bench"
 	if is_peer_variant "$(tests_variant "$k")"; then
 		# 6.12 keeps bpf_kfunc_call_test_acquire() in bpf_testmod
 		cp "$out/bpf_testmod.ko" "$dir/"

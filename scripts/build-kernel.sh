@@ -110,7 +110,10 @@ main() {
 	if ! flock -n 9; then
 		local waited=$(date +%s)
 		echo "[$VARIANT] waiting for another kernel build on this machine to end"
-		flock 9
+		# a line every 20 s, so that a wait is not taken for a hang
+		until flock -w "${PROGRESS_SECONDS:-20}" 9; do
+			echo "    [$VARIANT] still waiting for the other kernel build: $(elapsed "$waited")"
+		done
 		echo "[$VARIANT] waited $(elapsed "$waited")"
 	fi
 	# Not -s: kbuild's one line per object is what the progress line counts.

@@ -45,11 +45,10 @@ case "$LAYER" in baseline) tests_variant=baseline ;; *) tests_variant=patched ;;
 export VARIANT=bisect
 "$ROOT/scripts/prepare-tree.sh" upstream >/dev/null	# makes sure build/linux exists
 tree_worktree "$SRC" pristine
-git -C "$SRC" reset -q --hard pristine
-git -C "$SRC" clean -q -fdx
+tree_reset "$SRC"
 for l in "${below[@]}"; do
 	for p in $(layer_patches "$l"); do
-		git -C "$SRC" am -q "$p" || die "${p#"$ROOT"/} does not apply"
+		tree_am "$SRC" "$p" || die "${p#"$ROOT"/} does not apply"
 	done
 done
 
@@ -105,16 +104,21 @@ boot=${SERIES_RUN:-1}
 for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 	n=$((n + 1))
 	name=$(basename "$p")
-	if ! git -C "$SRC" am -q "$p"; then
-		git -C "$SRC" am --abort || true
+	if ! tree_am "$SRC" "$p"; then
 		echo "FAIL $name: does not apply"
 		exit 1
 	fi
 	[ "$n" -ge "$from" ] || continue
 	start=$(date +%s)
-	# build-N.log: what build-kernel.sh says; kernel-N.log: the compiler's
-	if KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ KERNEL_LOG=$BUILD/bisect/kernel-$n.log \
-		"$ROOT/scripts/build-kernel.sh" > "$BUILD/bisect/build-$n.log" 2>&1; then
+	# build-N.log: what build-kernel.sh says; kernel-N.log: the compiler's.
+	# Its progress lines (every 20 s) also go to the terminal: the first
+	# prefix's build takes minutes.
+	# (pipefail: rc is the build's status)
+	rc=0
+	KERNEL_SRC=$SRC KERNEL_OBJ=$OBJ KERNEL_LOG=$BUILD/bisect/kernel-$n.log \
+		"$ROOT/scripts/build-kernel.sh" 2>&1 | tee "$BUILD/bisect/build-$n.log" |
+		{ grep --line-buffered -E '^    \[|waiting' || true; } || rc=$?
+	if [ $rc -eq 0 ]; then
 		build="builds in $(( $(date +%s) - start ))s"
 		warnings=$(cat "$BUILD/bisect/kernel-$n.log" 2>/dev/null | grep -c 'warning:' || true)
 		[ "$warnings" -eq 0 ] || { build="$build, $warnings compiler warnings"; bad=1; }

@@ -13,7 +13,8 @@ kernels must print the same normalized output for every check (ids and
 times are already placeholders); a check whose output may differ, or that
 runs on one kernel only, is named in FILE with why ("CHECK<TAB>reason"),
 and its difference is still shown.
-Exit status 0 when all of that holds.
+Exit status 0 when all of that holds. Writes nothing: the verdict and the
+differences go to stdout.
 """
 import difflib
 import os

@@ -5,6 +5,7 @@
 #
 #   install-deps.sh [GROUP...]   base (always): build, boot and test kernels
 #                                bench: make bench's chart
+#                                peer: make bench's peer kernel, 6.12
 #                                docs: make check-series' documentation build
 #                                clients: make check-clients' real clients
 #
@@ -25,6 +26,8 @@ BASE=(
 	python3
 )
 BENCH=(gnuplot-nox)
+# make bench's peer kernel, upstream612 (scripts/prepare-tree.sh)
+PEER=(linux-source-6.12)
 # the kernel's Sphinx build of Documentation/bpf (scripts/check-docs.sh)
 DOCS=(python3-sphinx python3-sphinx-rtd-theme)
 # Debian 12's BPF tools, run in the guest from the host's root
@@ -35,9 +38,10 @@ for group in "$@"; do
 	case "$group" in
 	base) ;;
 	bench) wanted+=("${BENCH[@]}") ;;
+	peer) wanted+=("${PEER[@]}") ;;
 	docs) wanted+=("${DOCS[@]}") ;;
 	clients) wanted+=("${CLIENTS[@]}") ;;
-	*) echo "install-deps.sh: unknown group '$group' (base, bench, docs, clients)" >&2; exit 2 ;;
+	*) echo "install-deps.sh: unknown group '$group' (base, bench, peer, docs, clients)" >&2; exit 2 ;;
 	esac
 done
 

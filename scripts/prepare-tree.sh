@@ -25,12 +25,9 @@ need xz xz-utils
 
 extract_pristine() {
 	local repo=$BUILD/linux
-	if [ ! -f "$TARBALL" ]; then
-		echo "$TARBALL missing: installing linux-source-6.1"
-		need apt-get apt
-		apt-get install -y linux-source-6.1 >/dev/null ||
-			die "could not install linux-source-6.1"
-	fi
+	# through the one list of packages, which asks for root only if it must
+	[ -f "$TARBALL" ] || "$ROOT/scripts/install-deps.sh" ||
+		die "could not install linux-source-6.1"
 	[ -f "$TARBALL" ] || die "$TARBALL still missing after installing linux-source-6.1"
 	if git -C "$repo" rev-parse -q --verify pristine >/dev/null 2>&1; then
 		return 0
@@ -73,18 +70,10 @@ apply_layers() {
 		done < <(git -C "$tree" diff --name-only --diff-filter=AM pristine "$old" |
 			(cd "$tree" && xargs -r -d '\n' stat -c '%Y %n'))
 	fi
-	git -C "$tree" reset -q --hard pristine
-	git -C "$tree" clean -q -fdx
+	tree_reset "$tree"
 	for p in $(variant_patches "$VARIANT"); do
 		echo "applying ${p#"$ROOT"/}"
-		if ! git -C "$tree" am -q --whitespace=nowarn "$p" >/dev/null 2>&1; then
-			git -C "$tree" am --abort >/dev/null 2>&1 || true
-			echo "error: patch does not apply: ${p#"$ROOT"/}" >&2
-			echo "--- rejected hunks:" >&2
-			git -C "$tree" apply --check -v "$p" 2>&1 |
-				grep -v '^Checking\|^Hunk.*succeeded' >&2 || true
-			exit 1
-		fi
+		tree_am "$tree" "$p" || exit 1
 	done
 	[ ${#saved[@]} -gt 0 ] || return 0
 	while read -r name; do
@@ -102,16 +91,9 @@ apply_layers() {
 # A peer kernel (upstream612): its own tarball, extracted once, no layers.
 prepare_peer() {
 	local tree=$1
-	if [ -f "$tree/Makefile" ] && [ -f "$tree/.extracted" ]; then
-		echo "[$VARIANT] tree up to date ($(make -s -C "$tree" kernelversion))"
-		return 0
-	fi
-	if [ ! -f "$TARBALL_612" ]; then
-		echo "$TARBALL_612 missing: installing linux-source-6.12"
-		need apt-get apt
-		apt-get install -y linux-source-6.12 >/dev/null ||
-			die "could not install linux-source-6.12"
-	fi
+	[ -f "$TARBALL_612" ] || "$ROOT/scripts/install-deps.sh" peer ||
+		die "could not install linux-source-6.12"
+	[ -f "$TARBALL_612" ] || die "$TARBALL_612 still missing after installing linux-source-6.12"
 	rm -rf "$tree"
 	mkdir -p "$tree"
 	tar -xf "$TARBALL_612" -C "$tree" --strip-components=1
@@ -123,7 +105,14 @@ main() {
 	local tree stamp stampfile
 	tree=$(src_dir "$VARIANT")
 	if is_peer_variant "$VARIANT"; then
-		stage extract prepare_peer "$tree"
+		if [ -f "$tree/Makefile" ] && [ -f "$tree/.extracted" ]; then
+			echo "[$VARIANT] tree up to date ($(make -s -C "$tree" kernelversion))"
+			return 0
+		fi
+		mkdir -p "$BUILD/$VARIANT"
+		: > "$BUILD/$VARIANT/prepare.log"
+		logged_stage "extract the peer's tree" "$BUILD/$VARIANT/prepare.log" \
+			prepare_peer "$tree"
 		return 0
 	fi
 	stampfile=$BUILD/$VARIANT/layers.stamp

@@ -93,6 +93,8 @@ kvm_boot_problem() {
 		return
 	fi
 	log=$(mktemp)
+	# stderr: stdout is the answer; the probe may be silent for 30 s
+	echo "[$VARIANT] qemu: /dev/kvm answers; trying a kernel under KVM (${KVM_PROBE_SECONDS:-30} s at most, once per host boot)" >&2
 	timeout -k 5 "${KVM_PROBE_SECONDS:-30}" qemu-system-x86_64 -enable-kvm -cpu host \
 		-m 256 -no-reboot -display none -nodefaults -monitor none \
 		-serial "file:$log" -kernel "$KERNEL" -append "console=ttyS0 panic=-1" \

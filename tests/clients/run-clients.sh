@@ -14,7 +14,9 @@
 # (ids, times, sizes and counts that differ from run to run become
 # placeholders) so that two kernels' outputs can be compared line by line,
 # then "ok N - NAME" or "not ok N - NAME (why)", and "1..N" at the end.
-# Exit status 1 when a check failed.
+# Exit status 1 when a check failed. Writes only in the guest: the objects'
+# pins under /sys/fs/bpf/clients_progs and clients_maps (removed after
+# each group of checks) and the tools' scratch files in /tmp.
 set -u
 OBJ=$1/map_kptr.bpf.o
 OURS=${2:+$2/kptr_objs.bpf.o}

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The harness's own tests: host only, no kernel, a few seconds.
+"""The harness's own tests: host only, no kernel, a few seconds. Reads the
+fixtures below, the project's scripts, matrices and lists; writes only
+temporary dirs (each check's own, removed after it).
 
     harness.py                 every fixture and check; exit 1 on any failure
     harness.py --old MAIN_DIR  run the fixtures against the tools as they are
