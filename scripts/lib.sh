@@ -297,7 +297,7 @@ build_bpf_skel() {
 	name=$(basename "$bpf" .bpf.c)
 	mkdir -p "$obj"
 	"$CLANG" -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
-		"$@" -I"$tests/tools/include" -c "$bpf" -o "$obj/$name.bpf.o"
+		"$@" -I"$tests/tools/include" -c "$bpf" -o "$obj/$name.bpf.o" || return
 	"$tests/tools/sbin/bpftool" gen skeleton "$obj/$name.bpf.o" name "$name" \
 		> "$obj/$name.skel.h"
 }
@@ -315,7 +315,8 @@ link_skel_loader() {
 # its loader (the guest programs of build-tests.sh); the benchmark, with two
 # programs for one loader and per-kernel flags, calls the two steps itself.
 build_skel_program() {
-	build_bpf_skel "$1" "$2" "$4"
+	# || return: a caller's "if" or "||" turns set -e off in here
+	build_bpf_skel "$1" "$2" "$4" || return
 	link_skel_loader "$1" "$3" "$4" "$5"
 }
 
