@@ -23,12 +23,18 @@ check_variant "$VARIANT"
 need git git
 need xz xz-utils
 
+# need_tarball TARBALL PACKAGE [GROUP]: install PACKAGE when TARBALL is
+# missing, through the one list of packages (install-deps.sh GROUP), which
+# asks for root only if it must.
+need_tarball() {
+	[ -f "$1" ] || "$ROOT/scripts/install-deps.sh" ${3:+"$3"} ||
+		die "could not install $2"
+	[ -f "$1" ] || die "$1 still missing after installing $2"
+}
+
 extract_pristine() {
 	local repo=$BUILD/linux
-	# through the one list of packages, which asks for root only if it must
-	[ -f "$TARBALL" ] || "$ROOT/scripts/install-deps.sh" ||
-		die "could not install linux-source-6.1"
-	[ -f "$TARBALL" ] || die "$TARBALL still missing after installing linux-source-6.1"
+	need_tarball "$TARBALL" linux-source-6.1
 	if git -C "$repo" rev-parse -q --verify pristine >/dev/null 2>&1; then
 		return 0
 	fi
@@ -91,9 +97,7 @@ apply_layers() {
 # A peer kernel (upstream612): its own tarball, extracted once, no layers.
 prepare_peer() {
 	local tree=$1
-	[ -f "$TARBALL_612" ] || "$ROOT/scripts/install-deps.sh" peer ||
-		die "could not install linux-source-6.12"
-	[ -f "$TARBALL_612" ] || die "$TARBALL_612 still missing after installing linux-source-6.12"
+	need_tarball "$TARBALL_612" linux-source-6.12 peer
 	rm -rf "$tree"
 	mkdir -p "$tree"
 	tar -xf "$TARBALL_612" -C "$tree" --strip-components=1
