@@ -20,7 +20,7 @@
 #   make check-clients  Debian's bpftool, bpftrace and BCC tools in the guest
 #                 on upstream-full and patched-full: kptr slots read as zeros,
 #                 the same output on both (also part of make check-full)
-#   make check-series LAYER=patches|baseline [SERIES_FROM=N]   every prefix
+#   make check-series LAYER=patches|baseline [SERIES_FROM=N] [SERIES_ONLY="N M"]  every prefix
 #                 builds, no checkpatch --strict errors, the docs build without warnings
 #   make bench    kptr benchmarks in instruction counts (and TCG time) on
 #                 patched, upstream 6.1, upstream 6.12 and noinline

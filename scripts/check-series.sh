@@ -24,7 +24,11 @@
 #
 # SERIES_FROM=N: apply patches 1..N-1 of the layer without building or
 # checking them, and check from patch N on (after adding patches on top of
-# a series whose prefixes were checked already). SERIES_RUN=0: build and
+# a series whose prefixes were checked already). SERIES_ONLY="N M ...":
+# apply every patch, check only the prefixes that end at patches N, M, ...
+# (after changing a few patches of a series checked in full before; the
+# prefixes between them build only as part of the next one checked).
+# SERIES_RUN=0: build and
 # check each prefix, boot none (the baseline layer is never booted: its
 # prefixes are steps of a revert, and its end is what make check tests).
 #
@@ -109,6 +113,7 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 		exit 1
 	fi
 	[ "$n" -ge "$from" ] || continue
+	[ -z "${SERIES_ONLY:-}" ] || [[ " $SERIES_ONLY " == *" $n "* ]] || continue
 	start=$(date +%s)
 	# build-N.log: what build-kernel.sh says; kernel-N.log: the compiler's.
 	# Its progress lines (every 20 s) also go to the terminal: the first
@@ -162,5 +167,7 @@ for p in $(layer_patches "$ROOT/kernel/$LAYER"); do
 	fi
 	echo "$name: $build; $tests; checkpatch: ${cp:-clean}$docs$ran"
 done
-echo "$LAYER: $n patches, $([ $bad -eq 0 ] && echo "every prefix builds, with its selftests, checkpatch reports no errors and the docs build without warnings$([ "$boot" = 1 ] && echo "; each prefix passes its own tests")" || echo FAILED)"
+which="every prefix"
+[ -z "${SERIES_ONLY:-}" ] || which="prefixes $SERIES_ONLY (of $n)"
+echo "$LAYER: $n patches, $([ $bad -eq 0 ] && echo "$which: each builds, with its selftests, checkpatch reports no errors and the docs build without warnings$([ "$boot" = 1 ] && echo "; each prefix passes its own tests")" || echo FAILED)"
 exit $bad
